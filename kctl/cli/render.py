@@ -1,0 +1,68 @@
+"""Rendering REST answers as tables, JSON or YAML."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+STATE_STYLE = {"RUNNING": "green", "FAILED": "bold red", "PAUSED": "yellow",
+               "STOPPED": "yellow", "UNASSIGNED": "dim", "RESTARTING": "cyan"}
+
+
+def dump(data: Any, fmt: str, console: Console) -> bool:
+    """Print json/yaml; returns False when the caller should render a table."""
+    if fmt == "json":
+        console.print_json(json.dumps(data))
+        return True
+    if fmt == "yaml":
+        console.print(yaml.safe_dump(data, sort_keys=False).rstrip(), highlight=False,
+                      markup=False)
+        return True
+    return False
+
+
+def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> Table:
+    t = Table(title=title, show_lines=False)
+    for c in columns:
+        t.add_column(c, overflow="fold")
+    for r in rows:
+        t.add_row(*("" if v is None else str(v) for v in r))
+    return t
+
+
+def state(s: str) -> str:
+    style = STATE_STYLE.get(s)
+    return f"[{style}]{s}[/{style}]" if style else s
+
+
+def status_table(status: dict[str, Any], show_traces: bool = True) -> Table:
+    t = Table(title=f"{status['name']} ({status.get('type', 'unknown')})")
+    t.add_column("kind")
+    t.add_column("id")
+    t.add_column("state")
+    t.add_column("worker")
+    t.add_column("trace", overflow="fold")
+    c = status["connector"]
+
+    def short(trace: str | None) -> str:
+        if not trace:
+            return ""
+        lines = [ln for ln in trace.strip().splitlines() if ln.strip()]
+        return lines[-1] if not show_traces else "\n".join(lines[-6:])
+
+    t.add_row("connector", status["name"], state(c["state"]), c.get("worker_id", ""),
+              short(c.get("trace")))
+    for task in status.get("tasks", []):
+        t.add_row("task", str(task["id"]), state(task["state"]), task.get("worker_id", ""),
+                  short(task.get("trace")))
+    return t
+
+
+def validation_table(errors: dict[str, list[str]]) -> Table:
+    return table(["field", "error"], ((k, m) for k, ms in sorted(errors.items()) for m in ms),
+                 title="invalid connector configuration")

@@ -1,0 +1,352 @@
+"""FileSink: records become files under `path/<topic>/partition=<p>/`.
+
+Each file holds a contiguous offset range and is named after it
+(`<topic>+<partition>+<start>+<end>.<ext>`). Spark writes it into a hidden temporary
+directory and it appears by one atomic rename, so readers never see a partial file.
+In exactly_once mode the committed files are the source of truth for progress: a new
+task reads the last end offset back from the file names and rewinds the consumer there,
+so a crash at any point neither loses nor duplicates a record in committed output.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import decimal
+import json
+import logging
+import os
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from kctl.api import (
+    ConfigDef,
+    ConfigType,
+    DataError,
+    Importance,
+    NonEmptyString,
+    OffsetAndMetadata,
+    Range,
+    SinkConnector,
+    SinkRecord,
+    SinkTask,
+    Struct,
+    Task,
+    TopicPartition,
+    ValidString,
+)
+from kctl.api.arrow import structs_to_table
+from kctl.connectors.file._common import SingleChar, decode_delimiter
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("json", "csv", "parquet", "text")
+EXTENSIONS = {"json": "json", "csv": "csv", "parquet": "parquet", "text": "txt"}
+AT_LEAST_ONCE = "at_least_once"
+EXACTLY_ONCE = "exactly_once"
+TMP_PREFIX = ".tmp-"
+
+CONFIG_DEF = (
+    ConfigDef()
+    .define("path", ConfigType.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
+            doc="Output directory; files go to <path>/<topic>/partition=<p>/.", group="File")
+    .define("format", ConfigType.STRING, "json", ValidString.in_(*FORMATS), Importance.HIGH,
+            "json (JSON lines), csv, parquet or text (one line per record).", group="File")
+    .define("flush.size", ConfigType.INT, 10000, Range.at_least(1), Importance.MEDIUM,
+            "Records per file: a partition's file is written once this many are buffered.",
+            group="File")
+    .define("rotate.interval.ms", ConfigType.LONG, 10000, Range.at_least(-1), Importance.MEDIUM,
+            "Write a partition's buffered records once the oldest has waited this long "
+            "(-1: only flush.size and, at_least_once, offset commits write files).",
+            group="File")
+    .define("delivery.guarantee", ConfigType.STRING, AT_LEAST_ONCE,
+            ValidString.in_(AT_LEAST_ONCE, EXACTLY_ONCE), Importance.HIGH,
+            "at_least_once: every offset commit writes what is buffered. exactly_once: "
+            "progress is read back from committed file names, so output has no duplicates.",
+            group="Delivery")
+    .define("csv.header", ConfigType.BOOLEAN, True, None, Importance.LOW,
+            "Write a header line at the top of each csv file.", group="CSV")
+    .define("csv.delimiter", ConfigType.STRING, ",", SingleChar(), Importance.LOW,
+            "Field separator of csv output (\\t for tab).", group="CSV")
+)
+
+_COMMITTED = re.compile(r"^(?P<topic>.+)\+(?P<partition>\d+)\+(?P<start>\d+)\+(?P<end>\d+)\.\w+$")
+
+
+def partition_dir(root: str, tp: TopicPartition) -> str:
+    return os.path.join(root, tp.topic, f"partition={tp.partition}")
+
+
+def committed_files(root: str, tp: TopicPartition) -> list[tuple[int, int, str]]:
+    """(start, end, path) of the committed files of a partition, in offset order."""
+    d = partition_dir(root, tp)
+    try:
+        names = os.listdir(d)
+    except FileNotFoundError:
+        return []
+    out = []
+    for n in names:
+        m = _COMMITTED.match(n)
+        if m and m["topic"] == tp.topic and int(m["partition"]) == tp.partition:
+            out.append((int(m["start"]), int(m["end"]), os.path.join(d, n)))
+    return sorted(out)
+
+
+class FileSinkConnector(SinkConnector):
+    """Every task gets the same config; the consumer group splits the partitions."""
+
+    def config(self) -> ConfigDef:
+        return CONFIG_DEF
+
+    def start(self, props: Mapping[str, str]) -> None:
+        CONFIG_DEF.parse(props)
+        self._props = dict(props)
+
+    def task_class(self) -> type[Task]:
+        return FileSinkTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [dict(self._props) for _ in range(max_tasks)]
+
+    def stop(self) -> None:
+        pass
+
+
+@dataclass
+class _Buffer:
+    records: list[SinkRecord] = field(default_factory=list)
+    since: float = 0.0
+
+
+def _json_default(v: Any) -> Any:
+    if isinstance(v, Struct):
+        return v.to_dict()
+    if isinstance(v, _dt.datetime | _dt.date | _dt.time):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(v)).decode("ascii")
+    raise TypeError(f"{type(v).__name__} is not JSON serialisable")
+
+
+def _as_json(value: Any) -> str:
+    if isinstance(value, Struct):
+        value = value.to_dict()
+    return json.dumps(value, default=_json_default, ensure_ascii=False, separators=(",", ":"))
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).decode("utf-8", errors="replace")
+    return _as_json(value)
+
+
+def _kind(value: Any) -> Any:
+    """Records of one kind are written together: the schema of a Struct, else the shape."""
+    if isinstance(value, Struct):
+        return value.schema
+    if isinstance(value, Mapping | list | tuple):
+        return "schemaless"
+    if value is None:
+        return None
+    return "raw"
+
+
+class FileSinkTask(SinkTask):
+    """Buffers per partition and writes one Spark job per file."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._buffers: dict[TopicPartition, _Buffer] = {}
+        self._committed_end: dict[TopicPartition, int] = {}
+        self.files_written: list[str] = []
+
+    def start(self, props: Mapping[str, str]) -> None:
+        c = CONFIG_DEF.parse(props)
+        self.root = os.path.abspath(os.path.expanduser(c["path"]))
+        self.format: str = c["format"].lower()
+        self.ext = EXTENSIONS[self.format]
+        self.flush_size: int = c["flush.size"]
+        self.rotate_s = c["rotate.interval.ms"] / 1000 if c["rotate.interval.ms"] > 0 else None
+        self.exactly_once = c["delivery.guarantee"].lower() == EXACTLY_ONCE
+        self.csv_header: bool = c["csv.header"]
+        self.delimiter = decode_delimiter(c["csv.delimiter"])
+
+    def stop(self) -> None:
+        self._buffers.clear()
+
+    # partitions
+
+    def open(self, partitions: Sequence[TopicPartition]) -> None:
+        rewind: dict[TopicPartition, int] = {}
+        for tp in partitions:
+            d = partition_dir(self.root, tp)
+            os.makedirs(d, exist_ok=True)
+            for n in os.listdir(d):  # leftovers of a write a crash interrupted
+                if n.startswith(TMP_PREFIX):
+                    shutil.rmtree(os.path.join(d, n), ignore_errors=True)
+            files = committed_files(self.root, tp)
+            end = files[-1][1] if files else -1
+            self._committed_end[tp] = end
+            self._buffers.pop(tp, None)
+            if self.exactly_once and end >= 0:
+                rewind[tp] = end + 1
+        if rewind:
+            log.info("Resuming from committed files: %s",
+                     {str(tp): o for tp, o in rewind.items()})
+            self.context.offset(rewind)
+
+    def close(self, partitions: Sequence[TopicPartition]) -> None:
+        # unwritten records were never committed: the next owner gets them again
+        for tp in partitions:
+            self._buffers.pop(tp, None)
+            self._committed_end.pop(tp, None)
+
+    # records
+
+    def put(self, records: Sequence[SinkRecord]) -> None:
+        now = self._clock()
+        for r in records:
+            tp = r.topic_partition
+            if r.kafka_offset <= self._committed_end.get(tp, -1):
+                continue  # already in a committed file (redelivered after a crash)
+            buf = self._buffers.get(tp)
+            if buf is None:
+                buf = self._buffers[tp] = _Buffer(since=now)
+            buf.records.append(r)
+            if len(buf.records) >= self.flush_size:
+                self._write(tp)
+        self._rotate_due()
+
+    def _rotate_due(self) -> None:
+        if self.rotate_s is None:
+            return
+        now = self._clock()
+        for tp, buf in list(self._buffers.items()):
+            if buf.records and now - buf.since >= self.rotate_s:
+                self._write(tp)
+
+    def flush(self, current_offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        for tp in list(self._buffers):
+            self._write(tp)
+
+    def pre_commit(
+        self, current_offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    ) -> Mapping[TopicPartition, OffsetAndMetadata]:
+        if not self.exactly_once:
+            self.flush(current_offsets)
+            return current_offsets
+        self._rotate_due()
+        return {tp: OffsetAndMetadata(self._committed_end[tp] + 1) for tp in current_offsets
+                if self._committed_end.get(tp, -1) >= 0}
+
+    # writing
+
+    def _write(self, tp: TopicPartition) -> None:
+        buf = self._buffers.pop(tp, None)
+        if buf is None or not buf.records:
+            return
+        for run in self._runs(buf.records):
+            self._write_file(tp, run)
+
+    def _runs(self, records: list[SinkRecord]) -> list[list[SinkRecord]]:
+        """Split into consecutive runs of one kind: a file has a single schema."""
+        runs: list[list[SinkRecord]] = []
+        kind: Any = None
+        for r in records:
+            k = self._kind(r.value)
+            if runs and (k is None or k == kind or kind is None):
+                runs[-1].append(r)
+                kind = kind if k is None else k
+            else:
+                runs.append([r])
+                kind = k
+        return runs
+
+    def _kind(self, value: Any) -> Any:
+        k = _kind(value)
+        if self.format == "text" or (self.format == "json" and isinstance(k, str)):
+            return "line"  # every value becomes one text line: no reason to split
+        return k
+
+    def _table(self, records: list[SinkRecord]) -> tuple[pa.Table, str]:
+        """The Arrow table to write and the Spark format that writes it."""
+        values = [r.value for r in records]
+        kind = next((k for k in map(_kind, values) if k is not None), "raw")
+        if self.format == "text" or (self.format == "json" and kind in ("schemaless", "raw")):
+            conv = _as_text if self.format == "text" else _as_json
+            return pa.table({"value": pa.array([conv(v) for v in values], pa.string())}), "text"
+        if isinstance(kind, str):  # schemaless/raw into csv or parquet
+            if kind == "schemaless" and all(isinstance(v, Mapping) or v is None for v in values):
+                try:
+                    return pa.Table.from_pylist([dict(v) if v else {} for v in values]), \
+                        self.format
+                except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+                    raise DataError(f"Schemaless values of {records[0].topic} do not form a "
+                                    f"table for {self.format}: {e}") from e
+            col = [None if v is None else (bytes(v) if isinstance(v, bytes | bytearray | memoryview)
+                                           else _as_text(v)) for v in values]
+            return pa.table({"value": col}), self.format
+        return structs_to_table(values, kind, nullable=None in values), self.format
+
+    def _write_file(self, tp: TopicPartition, records: list[SinkRecord]) -> None:
+        start, end = records[0].kafka_offset, records[-1].kafka_offset
+        d = partition_dir(self.root, tp)
+        os.makedirs(d, exist_ok=True)
+        final = os.path.join(d, f"{tp.topic}+{tp.partition}+{start}+{end}.{self.ext}")
+        tmp = os.path.join(d, f"{TMP_PREFIX}{uuid.uuid4().hex}")
+        table, spark_format = self._table(records)
+        try:
+            writer = self._spark().createDataFrame(table).coalesce(1).write.mode("overwrite")
+            if spark_format == "csv":
+                writer = writer.option("header", str(self.csv_header).lower()) \
+                    .option("sep", self.delimiter)
+            writer.format(spark_format).save(tmp)
+            parts = [n for n in os.listdir(tmp) if n.startswith("part-")]
+            if len(parts) != 1:
+                raise DataError(f"Spark wrote {len(parts)} files for {final}, expected one")
+            part = os.path.join(tmp, parts[0])
+            _fsync_file(part)
+            os.replace(part, final)
+            _fsync_dir(d)
+        except DataError:
+            raise
+        except Exception as e:
+            raise DataError(f"Writing {final} failed: {e}") from e
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        self._committed_end[tp] = max(end, self._committed_end.get(tp, -1))
+        self.files_written.append(final)
+        log.debug("Wrote %d records to %s", len(records), final)
+
+    def _spark(self) -> SparkSession:
+        return self.context.spark()
+
+
+def _fsync_file(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,501 @@
+"""FileSource: lines (text, csv, JSON lines) and Parquet files become records.
+
+Spark cannot start reading a file at a byte offset, so the task reads each file's new
+complete lines itself (seeking to its stored position), hands them to Spark as Arrow
+to parse, and takes the result back as Arrow: a restart resumes at the exact line, and
+appended lines are read without re-reading the file. Parquet files are read whole.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kctl.api import (
+    ConfigDef,
+    ConfigType,
+    DataError,
+    Importance,
+    NonEmptyString,
+    Range,
+    Schema,
+    SourceConnector,
+    SourceRecord,
+    SourceTask,
+    Task,
+    ValidString,
+    partition_key,
+)
+from kctl.api.arrow import arrow_schema_to_connect, table_to_structs
+from kctl.api.data import STRING_SCHEMA
+from kctl.connectors.file._common import (
+    SingleChar,
+    SparkDdl,
+    decode_delimiter,
+    list_files,
+    owner_of,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("text", "csv", "json", "parquet")
+CORRUPT = "_corrupt_record"
+_READ_CHUNK = 8 << 20
+_INFER_SAMPLE = 1000
+
+TASK_INDEX = "task.index"
+TASK_COUNT = "task.count"
+
+CONFIG_DEF = (
+    ConfigDef()
+    .define("path", ConfigType.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
+            doc="A file, a directory (its visible files) or a glob pattern (** recurses).",
+            group="File")
+    .define("format", ConfigType.STRING, "text", ValidString.in_(*FORMATS), Importance.HIGH,
+            "text (one string record per line), csv, json (JSON lines) or parquet.", group="File")
+    .define("topic", ConfigType.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
+            doc="Topic the records are written to.", group="File")
+    .define("poll.interval.ms", ConfigType.LONG, 1000, Range.at_least(1), Importance.MEDIUM,
+            "How often new files and appended lines are looked for.", group="File")
+    .define("batch.max.rows", ConfigType.INT, 20000, Range.at_least(1), Importance.MEDIUM,
+            "Most rows per poll, i.e. per Spark job (a job costs ~0.1 s, so batch big).",
+            group="File")
+    .define("schema", ConfigType.STRING, "", SparkDdl(), Importance.MEDIUM,
+            "Spark DDL schema for csv/json (e.g. `id BIGINT, name STRING`); empty: inferred "
+            "once from the first lines read.", group="File")
+    .define("csv.header", ConfigType.BOOLEAN, True, None, Importance.LOW,
+            "The first line of each csv file is a header (names the columns, not a record).",
+            group="CSV")
+    .define("csv.delimiter", ConfigType.STRING, ",", SingleChar(), Importance.LOW,
+            "Field separator of csv files (\\t for tab).", group="CSV")
+)
+
+
+# --- connector ----------------------------------------------------------------------------
+
+
+class FileSourceConnector(SourceConnector):
+    """Splits the matching files over tasks by a hash of their names, and watches for more."""
+
+    def __init__(self) -> None:
+        self._props: dict[str, str] = {}
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self._task_count = 0
+        self._max_tasks: int | None = None
+
+    def config(self) -> ConfigDef:
+        return CONFIG_DEF
+
+    def task_class(self) -> type[Task]:
+        return FileSourceTask
+
+    def start(self, props: Mapping[str, str]) -> None:
+        self._props = dict(props)
+        parsed = CONFIG_DEF.parse(props)
+        self._path = parsed["path"]
+        self._interval = max(parsed["poll.interval.ms"], 200) / 1000
+        self._stop.clear()
+
+    def _wanted(self, max_tasks: int) -> int:
+        return max(1, min(max_tasks, len(list_files(self._path))))
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        self._max_tasks = max_tasks
+        n = self._wanted(max_tasks)
+        self._task_count = n
+        if n < max_tasks and self._watcher is None:
+            # fewer files than tasks: more files later deserve more tasks
+            self._watcher = threading.Thread(target=self._watch, name="file-source-watch",
+                                             daemon=True)
+            self._watcher.start()
+        return [{**self._props, TASK_INDEX: str(i), TASK_COUNT: str(n)} for i in range(n)]
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                if self._max_tasks is not None and self._wanted(self._max_tasks) != self._task_count:
+                    log.info("File set under %s changed; reconfiguring tasks", self._path)
+                    self.context.request_task_reconfiguration()
+                if self._task_count >= (self._max_tasks or 1):
+                    self._watcher = None
+                    return
+            except Exception as e:  # a transient listing failure must not kill the connector
+                log.warning("Watching %s failed: %s", self._path, e)
+
+    def stop(self) -> None:
+        self._stop.set()
+        w, self._watcher = self._watcher, None
+        if w is not None and w is not threading.current_thread():
+            w.join(timeout=5)
+
+
+# --- task ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _FileState:
+    path: str
+    partition: dict[str, str]
+    position: int = 0
+    line: int = 0
+    row: int = 0  # parquet: rows already emitted
+    complete: bool = False
+    header: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """A complete line read from a file, and where the file continues after it."""
+
+    state: _FileState
+    text: str
+    line: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class MalformedLine:
+    """A line Spark could not parse: everything a DLQ or an error message needs."""
+
+    filename: str
+    line: int
+    position: int
+    text: str
+    format: str
+    end: int = 0  # where the file continues after this line
+
+    def describe(self) -> str:
+        preview = self.text if len(self.text) <= 200 else self.text[:200] + "..."
+        return f"Malformed {self.format} line {self.line} in {self.filename}: {preview!r}"
+
+
+class FileSourceTask(SourceTask):
+    """Reads the files of its hash slice; one Spark job per poll parses up to batch.max.rows."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._stop = threading.Event()
+        self._files: dict[str, _FileState] = {}
+        self._next_scan = 0.0
+        self._round = 0
+        self._schema_ddl: str | None = None
+        self._connect_schemas: dict[pa.Schema, Schema] = {}
+        self._items: collections.deque[SourceRecord | MalformedLine] = collections.deque()
+        self._parquet: dict[str, pa.Table] = {}
+        self._parquet_failures: dict[str, int] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self._ahead: Future[list[SourceRecord | MalformedLine]] | None = None
+
+    # lifecycle
+
+    def start(self, props: Mapping[str, str]) -> None:
+        c = CONFIG_DEF.parse(props)
+        self.path: str = c["path"]
+        self.format: str = c["format"].lower()
+        self.topic: str = c["topic"]
+        self.interval = c["poll.interval.ms"] / 1000
+        self.batch_max: int = c["batch.max.rows"]
+        self._schema_ddl = c["schema"].strip() or None
+        self.csv_header: bool = c["csv.header"]
+        self.delimiter = decode_delimiter(c["csv.delimiter"])
+        self.index = int(props.get(TASK_INDEX, "0"))
+        self.count = int(props.get(TASK_COUNT, "1"))
+        self._stop.clear()
+        self._scan()
+
+    def stop(self) -> None:
+        self._stop.set()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    # file discovery and offsets
+
+    def _mine(self, filename: str) -> bool:
+        return owner_of(filename, self.count) == self.index
+
+    def _scan(self) -> None:
+        """Pick up new files of this task's slice, resuming each from its stored offset."""
+        self._next_scan = self._clock() + self.interval
+        new = [f for f in list_files(self.path) if f not in self._files and self._mine(f)]
+        if not new:
+            return
+        partitions = [{"filename": f} for f in new]
+        stored = self.context.offset_storage_reader.offsets(partitions)
+        for f, part in zip(new, partitions, strict=True):
+            st = _FileState(f, part)
+            off = stored.get(partition_key(part)) or {}
+            st.position = int(off.get("position", 0))
+            st.line = int(off.get("line", 0))
+            st.row = int(off.get("row", 0))
+            st.complete = bool(off.get("complete", False))
+            self._files[f] = st
+            log.debug("Tracking %s from %s", f, off or "the start")
+
+    # polling
+
+    def poll(self) -> list[SourceRecord] | None:
+        """Return the next records, parsed ahead while the runtime was busy with the last.
+
+        Spark parses in the JVM, so reading the next batch in a helper thread overlaps
+        it with the runtime converting and producing this one. Batches are still made
+        one at a time, in order: the result is the same as reading synchronously.
+        A malformed line ends a poll's records; the next poll reports it first (see
+        `_report`), so the runtime sees records and rejects in file order.
+        """
+        if not self._items:
+            ahead, self._ahead = self._ahead, None
+            batch = ahead.result() if ahead is not None else self._next_batch()
+            if not batch:
+                self._stop.wait(max(0.0, min(self.interval, self._next_scan - self._clock())))
+                return []
+            if not self._stop.is_set():
+                self._ahead = self._executor().submit(self._next_batch)
+            self._items.extend(batch)
+        items = self._items
+        while items and isinstance(items[0], MalformedLine):
+            self._report(items.popleft())
+        out: list[SourceRecord] = []
+        while items and not isinstance(items[0], MalformedLine):
+            out.append(items.popleft())  # type: ignore[arg-type]
+        return out
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"file-source-{self.index}")
+        return self._pool
+
+    def _next_batch(self) -> list[SourceRecord | MalformedLine]:
+        if self._clock() >= self._next_scan:
+            self._scan()
+        return self._poll_parquet() if self.format == "parquet" else self._poll_lines()
+
+    def _ordered_files(self) -> list[_FileState]:
+        """Start at a different file each poll so one big file cannot starve the others."""
+        files = list(self._files.values())
+        if not files:
+            return files
+        self._round = (self._round + 1) % len(files)
+        return files[self._round:] + files[:self._round]
+
+    def _read_lines(self, st: _FileState, budget: int) -> list[Line]:
+        """Up to `budget` complete lines after st.position; a trailing partial line waits."""
+        try:
+            size = os.path.getsize(st.path)
+        except OSError:
+            return []
+        if size < st.position:
+            log.warning("%s shrank below its stored position %d; waiting for it to grow back",
+                        st.path, st.position)
+            return []
+        if size == st.position:
+            return []
+        out: list[Line] = []
+        with open(st.path, "rb") as fh:
+            fh.seek(st.position)
+            pos, line = st.position, st.line
+            buf = b""
+            while len(out) < budget:
+                chunk = fh.read(_READ_CHUNK)
+                if not chunk:
+                    break
+                buf += chunk
+                start = 0
+                while len(out) < budget:
+                    nl = buf.find(b"\n", start)
+                    if nl < 0:
+                        break
+                    raw = buf[start:nl]
+                    if raw.endswith(b"\r"):
+                        raw = raw[:-1]
+                    pos += nl + 1 - start
+                    line += 1
+                    start = nl + 1
+                    out.append(Line(st, raw.decode("utf-8", errors="replace"), line, pos))
+                buf = buf[start:]
+        if out:
+            st.position, st.line = out[-1].end, out[-1].line
+        return out
+
+    def _poll_lines(self) -> list[SourceRecord | MalformedLine]:
+        lines: list[Line] = []
+        for st in self._ordered_files():
+            if len(lines) >= self.batch_max:
+                break
+            lines.extend(self._read_lines(st, self.batch_max - len(lines)))
+        if not lines:
+            return []
+        if self.format == "text":
+            return [self._record(ln.state, STRING_SCHEMA, ln.text, ln.line, ln.end) for ln in lines]
+        if self.format == "csv" and self.csv_header:
+            for ln in lines:
+                if ln.line == 1:
+                    ln.state.header = ln.text
+            lines = [ln for ln in lines if ln.line != 1]
+        lines = [ln for ln in lines if ln.text.strip()]  # blank lines carry no record
+        if not lines:
+            return []
+        return self._parse(lines)
+
+    def _record(self, st: _FileState, schema: Schema | None, value: Any, line: int,
+                end: int) -> SourceRecord:
+        return SourceRecord(self.topic, None, None, None, schema, value,
+                            source_partition=st.partition,
+                            source_offset={"position": end, "line": line})
+
+    # Spark parsing
+
+    def _spark(self) -> SparkSession:
+        return self.context.spark()
+
+    def _parse(self, lines: list[Line]) -> list[SourceRecord | MalformedLine]:
+        from pyspark.sql import functions as F
+
+        spark = self._spark()
+        ddl = self._schema_ddl or self._infer(spark, lines)
+        table = pa.table({"value": [ln.text for ln in lines],
+                          "_i": pa.array(range(len(lines)), pa.int64())})
+        df: DataFrame = spark.createDataFrame(table)
+        opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+        full = f"{ddl}, {CORRUPT} STRING"
+        if self.format == "csv":
+            opts["sep"] = self.delimiter
+            parsed = F.from_csv(F.col("value"), full, opts)
+        else:
+            parsed = F.from_json(F.col("value"), full, opts)
+        try:
+            result = df.select(parsed.alias("p"), "_i").select("p.*", "_i").toArrow()
+        except Exception as e:
+            raise DataError(f"Spark could not parse {self.format} lines of {self.path} "
+                            f"with schema {ddl!r}: {e}") from e
+        result = result.sort_by("_i")
+        corrupt = result.column(CORRUPT)
+        malformed = [i for i, bad in enumerate(pc.is_valid(corrupt).to_pylist()) if bad] \
+            if corrupt.null_count < len(corrupt) else []
+        good = result.drop_columns([CORRUPT, "_i"])
+        if malformed:
+            good = good.filter(pc.invert(pc.is_valid(corrupt)))
+        schema = self._connect_schemas.get(good.schema)
+        if schema is None:
+            schema = arrow_schema_to_connect(good.schema)
+            self._connect_schemas[good.schema] = schema
+        structs = iter(table_to_structs(good, schema))
+        bad = set(malformed)
+        return [self._malformed(ln) if i in bad
+                else self._record(ln.state, schema, next(structs), ln.line, ln.end)
+                for i, ln in enumerate(lines)]
+
+    def _malformed(self, ln: Line) -> MalformedLine:
+        start = ln.end - len(ln.text.encode("utf-8")) - 1
+        return MalformedLine(ln.state.path, ln.line, max(start, 0), ln.text, self.format, ln.end)
+
+    def _report(self, bad: MalformedLine) -> None:
+        """The one place malformed input is handled: the runtime's errant record reporter
+        dead-letters it (errors.tolerance=all) or fails the task; without a reporter the
+        task fails naming the file and line. Everything before it was already returned."""
+        err = DataError(bad.describe())
+        err.malformed = [bad]  # type: ignore[attr-defined]
+        get = getattr(self.context, "errant_record_reporter", None)
+        reporter = get() if get is not None else None
+        if reporter is None:
+            raise err
+        record = SourceRecord(self.topic, None, None, None, STRING_SCHEMA, bad.text,
+                              source_partition={"filename": bad.filename},
+                              source_offset={"position": bad.end, "line": bad.line})
+        reporter.report(record, err)
+
+    def _infer(self, spark: SparkSession, lines: list[Line]) -> str:
+        """Infer the schema once, from the first lines read (and the csv header)."""
+        sample = [ln.text for ln in lines[:_INFER_SAMPLE]]
+        if self.format == "csv" and self.csv_header:
+            header = lines[0].state.header or self._header_of(lines[0].state.path)
+            sample = [header, *sample]
+        try:
+            rdd = spark.sparkContext.parallelize(sample, 1)
+            reader: Any = rdd
+        except Exception:  # Spark Connect has no RDDs: infer from the files themselves
+            reader = sorted({ln.state.path for ln in lines})
+        if self.format == "csv":
+            inferred = spark.read.csv(reader, header=self.csv_header, inferSchema=True,
+                                      sep=self.delimiter).schema
+        else:
+            inferred = spark.read.json(reader).schema
+        fields = [f for f in inferred.fields if f.name != CORRUPT]
+        if not fields:
+            bad = self._malformed(lines[0])
+            raise DataError(f"Cannot infer a schema: {bad.describe()}")
+        from pyspark.sql.types import StructType
+
+        self._schema_ddl = StructType(fields).toDDL()
+        log.info("Inferred schema for %s: %s", self.path, self._schema_ddl)
+        return self._schema_ddl
+
+    @staticmethod
+    def _header_of(path: str) -> str:
+        with open(path, "rb") as fh:
+            return fh.readline().rstrip(b"\r\n").decode("utf-8", errors="replace")
+
+    # parquet
+
+    def _poll_parquet(self) -> list[SourceRecord]:
+        out: list[SourceRecord] = []
+        for st in self._ordered_files():
+            if len(out) >= self.batch_max:
+                break
+            if st.complete:
+                continue
+            table = self._parquet.get(st.path)
+            if table is None:
+                table = self._read_parquet(st)
+                if table is None:
+                    continue
+            total = table.num_rows
+            take = min(self.batch_max - len(out), total - st.row)
+            chunk = table.slice(st.row, take)
+            schema = self._connect_schemas.get(chunk.schema)
+            if schema is None:
+                schema = arrow_schema_to_connect(chunk.schema)
+                self._connect_schemas[chunk.schema] = schema
+            for v in table_to_structs(chunk, schema):
+                st.row += 1
+                out.append(SourceRecord(self.topic, None, None, None, schema, v,
+                                        source_partition=st.partition,
+                                        source_offset={"row": st.row,
+                                                       "complete": st.row >= total}))
+            if st.row >= total:
+                st.complete = True
+                self._parquet.pop(st.path, None)
+        return out
+
+    def _read_parquet(self, st: _FileState) -> pa.Table | None:
+        try:
+            table = self._spark().read.parquet(st.path).toArrow()
+        except Exception as e:
+            # a file still being written is not yet readable: retry on the next scan,
+            # but fail the task once the same file keeps failing
+            n = self._parquet_failures.get(st.path, 0) + 1
+            self._parquet_failures[st.path] = n
+            if n >= 3:
+                raise DataError(f"Cannot read parquet file {st.path}: {e}") from e
+            log.warning("Cannot read %s yet (attempt %d): %s", st.path, n, e)
+            return None
+        self._parquet_failures.pop(st.path, None)
+        if table.num_rows == 0 or st.row >= table.num_rows:
+            st.complete = True
+            return None
+        self._parquet[st.path] = table
+        return table

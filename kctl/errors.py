@@ -1,0 +1,68 @@
+"""One exception root for kctl.
+
+Core code raises these; only the edges (REST, CLI) turn them into HTTP status
+codes or exit codes, so the mapping lives there and nowhere else.
+"""
+
+from __future__ import annotations
+
+
+class KctlError(Exception):
+    """Root of every error kctl raises on purpose."""
+
+
+class ConfigError(KctlError):
+    """A configuration value is missing, unknown or invalid.
+
+    `key` names the offending key and `source` the file or connector it came from,
+    so the message can say exactly where to look.
+    """
+
+    def __init__(self, message: str, *, key: str | None = None, source: str | None = None):
+        super().__init__(message)
+        self.key = key
+        self.source = source
+
+
+class ValidationError(ConfigError):
+    """A connector config failed ConfigDef validation; `errors` maps field -> messages."""
+
+    def __init__(self, message: str, errors: dict[str, list[str]]):
+        super().__init__(message)
+        self.errors = errors
+
+
+class NotFoundError(KctlError):
+    """A connector, task, plugin or topic that does not exist."""
+
+
+class AlreadyExistsError(KctlError):
+    """Creating something that already exists."""
+
+
+class ConflictError(KctlError):
+    """The request cannot be served in the current state (e.g. a rebalance is running)."""
+
+
+class ConnectError(KctlError):
+    """A connector or task failed; the runtime records it as FAILED with this trace."""
+
+
+class RetriableError(ConnectError):
+    """A failure that may succeed when retried (Kafka Connect's RetriableException)."""
+
+
+class DataError(ConnectError):
+    """A record or value does not fit its schema or format."""
+
+
+class TransportError(KctlError):
+    """The log or broker rejected or lost an operation."""
+
+
+class ProtocolError(KctlError):
+    """The group protocol received an event that its current state does not allow."""
+
+
+class PluginError(KctlError):
+    """A connector, transform or assignor plugin cannot be found or loaded."""

@@ -1,0 +1,742 @@
+"""A deterministic rebalance simulator: the real protocol core on a fake clock.
+
+One in-memory `Coordinator` and one `GroupMember` per worker or consumer exchange
+messages through a FIFO queue; nothing takes simulated time except timers (heartbeats,
+session expiry, Connect's scheduled rebalance delay), so a rebalance that needs no timer
+completes at the instant it started. Two modelling choices keep the story readable:
+
+* members hear of a rebalance at once (as if their heartbeat were due right then);
+* successful periodic heartbeats happen but stay out of the trace; only heartbeats
+  answered with an error are shown.
+
+The result is the stable JSON document of `kctl rebalance explain` (docs/rebalance.md).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kctl.errors import KctlError, ProtocolError
+from kctl.group.assignors.connect import (
+    EMPTY,
+    PROTOCOL_VERSIONS,
+    ConnectAssignment,
+    ConnectAssignor,
+    ConnectorsAndTasks,
+    WorkerMetadata,
+    connect_assignor,
+)
+from kctl.group.assignors.consumer import (
+    Assignment,
+    ConsumerPartitionAssignor,
+    RebalanceProtocol,
+    Subscription,
+    TopicPartition,
+    consumer_assignor,
+)
+from kctl.group.protocol import (
+    AssignmentOutcome,
+    Coordinator,
+    CoordinatorReply,
+    ErrorCode,
+    GroupMember,
+    GroupState,
+    Heartbeat,
+    HeartbeatDue,
+    HeartbeatResponse,
+    JoinGroup,
+    JoinGroupResponse,
+    JoinMember,
+    Leave,
+    LeaveGroup,
+    LeaveGroupResponse,
+    MemberFailed,
+    MemberState,
+    RequestRejoin,
+    Send,
+    Start,
+    StartWork,
+    StopWork,
+    SyncGroup,
+    SyncGroupResponse,
+)
+from kctl.group.scenario import Event, Scenario
+
+__all__ = [
+    "ConnectHandler",
+    "ConsumerHandler",
+    "SimulationResult",
+    "Simulator",
+    "simulate",
+]
+
+COORDINATOR = "coordinator"
+# Connect subprotocols a worker offers, most preferred first (ConnectProtocolCompatibility).
+CONNECT_OFFERS = {
+    "eager": ("default",),
+    "default": ("default",),
+    "compatible": ("compatible", "default"),
+    "sessioned": ("sessioned", "compatible", "default"),
+}
+# A bound on message deliveries at one instant: a livelock is a bug, not a long story.
+MAX_STEPS_PER_INSTANT = 1_000_000
+
+
+# ----------------------------------------------------------------------------- world
+
+
+@dataclass
+class World:
+    """What every member can read: the config topic (connect) or cluster metadata (consumer)."""
+
+    connectors: dict[str, int] = field(default_factory=dict)
+    config_offset: int = 0
+    topics: dict[str, int] = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------- handlers
+
+
+class ConnectHandler:
+    """A Connect worker's protocol half (Kafka's WorkerCoordinator).
+
+    Holds the leader's assignor memory: a new worker starts without it, so the memory
+    dies with the worker that led the group.
+    """
+
+    protocol_type = "connect"
+
+    def __init__(self, name: str, world: World, protocol: str, max_delay_ms: int):
+        self.name = name
+        self.world = world
+        self.offers = CONNECT_OFFERS[protocol]
+        self.max_delay_ms = max_delay_ms
+        self.memory: Any = None
+        self.reports: dict[int, tuple[dict[str, Any], int]] = {}
+        self._assignors: dict[str, ConnectAssignor] = {}
+
+    def empty(self) -> ConnectorsAndTasks:
+        return EMPTY
+
+    def is_empty(self, work: ConnectorsAndTasks) -> bool:
+        return work.is_empty
+
+    def is_eager(self, protocol: str) -> bool:
+        return PROTOCOL_VERSIONS[protocol] == 0
+
+    def metadata(self, owned: ConnectorsAndTasks, generation: int) -> tuple[tuple[str, Any], ...]:
+        return tuple(
+            (
+                p,
+                WorkerMetadata(
+                    url=f"http://{self.name}:8083",
+                    config_offset=self.world.config_offset,
+                    owned=EMPTY if PROTOCOL_VERSIONS[p] == 0 else owned,
+                    protocol_version=PROTOCOL_VERSIONS[p],
+                ),
+            )
+            for p in self.offers
+        )
+
+    def assign(
+        self,
+        *,
+        leader: str,
+        protocol: str,
+        generation: int,
+        members: Sequence[JoinMember],
+        now_ms: int,
+        last_completed_generation: int,
+    ) -> Mapping[str, ConnectAssignment]:
+        assignor = self._assignors.get(protocol)
+        if assignor is None:
+            assignor = connect_assignor(
+                protocol, scheduled_rebalance_max_delay_ms=self.max_delay_ms
+            )
+            self._assignors[protocol] = assignor
+        metadata: dict[str, WorkerMetadata] = {m.member_id: m.metadata for m in members}
+        result = assignor.assign(
+            leader=leader,
+            leader_url=metadata[leader].url,
+            generation=generation,
+            members=metadata,
+            configured=dict(self.world.connectors),
+            config_offset=self.world.config_offset,
+            now_ms=now_ms,
+            memory=self.memory,
+            last_completed_generation=last_completed_generation,
+        )
+        self.memory = result.memory
+        self.reports[generation] = (result.sets.to_json(), result.delay_ms)
+        return result.assignments
+
+    def on_assignment(
+        self,
+        *,
+        protocol: str,
+        assignment: ConnectAssignment | None,
+        owned: ConnectorsAndTasks,
+        generation: int,
+        now_ms: int,
+    ) -> AssignmentOutcome[ConnectorsAndTasks]:
+        if assignment is None:
+            assignment = ConnectAssignment("", "", 0, version=PROTOCOL_VERSIONS[protocol])
+        if assignment.error:
+            # The leader's config was behind: read further and try again.
+            return AssignmentOutcome(owned, EMPTY, EMPTY, rejoin=True, reason="config mismatch")
+        after = assignment.apply_to(owned)
+        cooperative = assignment.version > 0
+        return AssignmentOutcome(
+            owned=after,
+            stop=owned - after,
+            start=after - owned,
+            rejoin=cooperative and not assignment.revoked.is_empty,
+            rejoin_after_ms=assignment.delay_ms if assignment.delay_ms > 0 else None,
+        )
+
+
+Partitions = frozenset[TopicPartition]
+
+
+class ConsumerHandler:
+    """A consumer's protocol half (Kafka's ConsumerCoordinator) with one assignor."""
+
+    protocol_type = "consumer"
+
+    def __init__(self, name: str, world: World, assignor: str, topics: Iterable[str]):
+        self.name = name
+        self.world = world
+        self.assignor: ConsumerPartitionAssignor = consumer_assignor(assignor)
+        self.topics = tuple(topics)
+        self.reports: dict[int, tuple[dict[str, Any], int]] = {}
+
+    def empty(self) -> Partitions:
+        return frozenset()
+
+    def is_empty(self, work: Partitions) -> bool:
+        return not work
+
+    def is_eager(self, protocol: str) -> bool:
+        return RebalanceProtocol.COOPERATIVE not in self.assignor.supported_protocols()
+
+    def metadata(self, owned: Partitions, generation: int) -> tuple[tuple[str, Any], ...]:
+        subscription = Subscription(
+            topics=self.topics,
+            user_data=self.assignor.subscription_user_data(set(self.topics)),
+            owned_partitions=tuple(sorted(owned)),
+            generation_id=generation,
+        )
+        return ((self.assignor.name, subscription),)
+
+    def assign(
+        self,
+        *,
+        leader: str,
+        protocol: str,
+        generation: int,
+        members: Sequence[JoinMember],
+        now_ms: int,
+        last_completed_generation: int,
+    ) -> Mapping[str, Assignment]:
+        subscriptions = {m.member_id: m.metadata for m in members}
+        result = self.assignor.assign(dict(self.world.topics), subscriptions)
+        self.reports[generation] = ({}, 0)
+        return result
+
+    def on_assignment(
+        self,
+        *,
+        protocol: str,
+        assignment: Assignment | None,
+        owned: Partitions,
+        generation: int,
+        now_ms: int,
+    ) -> AssignmentOutcome[Partitions]:
+        if assignment is None:
+            assignment = Assignment(())
+        self.assignor.on_assignment(assignment, generation)
+        after = frozenset(assignment.partitions)
+        stop = owned - after
+        return AssignmentOutcome(
+            owned=after,
+            stop=stop,
+            start=after - owned,
+            rejoin=not self.is_eager(protocol) and bool(stop),
+        )
+
+
+# ----------------------------------------------------------------------------- result
+
+
+def _work_json(work: Any) -> Any:
+    if isinstance(work, ConnectorsAndTasks):
+        return work.to_json()
+    return [str(tp) for tp in sorted(work)]
+
+
+@dataclass(frozen=True)
+class Round:
+    generation: int
+    at_ms: int
+    trigger: str
+    leader: str
+    protocol: str
+    members: tuple[str, ...]
+    assignments: Mapping[str, Any]
+    assigned: Mapping[str, Any]
+    revoked: Mapping[str, Any]
+    delay_ms: int
+    sets: Mapping[str, Any]
+    trace: tuple[Mapping[str, Any], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "generation": self.generation,
+            "at_ms": self.at_ms,
+            "trigger": self.trigger,
+            "leader": self.leader,
+            "members": list(self.members),
+            "assignments": {m: _work_json(self.assignments[m]) for m in self.members},
+            "assigned": {m: _work_json(self.assigned[m]) for m in self.members},
+            "revoked": {m: _work_json(self.revoked[m]) for m in self.members},
+            "delay_ms": self.delay_ms,
+            "sets": dict(self.sets),
+            "protocol": self.protocol,
+            "trace": [dict(t) for t in self.trace],
+        }
+
+
+def _size(work: Any, part: str) -> int:
+    if isinstance(work, ConnectorsAndTasks):
+        return len(work.connectors) if part == "connectors" else len(work.tasks)
+    return len(work) if part == "partitions" else 0
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    kind: str
+    protocol: str
+    scenario: str | None
+    session_timeout_ms: int
+    rounds: tuple[Round, ...]
+    final: Mapping[str, Any]
+    end_ms: int
+
+    def summary(self) -> dict[str, int]:
+        parts = ("tasks", "connectors") if self.kind == "connect" else ("partitions",)
+        summary: dict[str, int] = {"rounds": len(self.rounds)}
+        for part in parts:
+            summary[f"{part}_stopped"] = sum(
+                _size(w, part) for r in self.rounds for w in r.revoked.values()
+            )
+            summary[f"{part}_started"] = sum(
+                _size(w, part) for r in self.rounds for w in r.assigned.values()
+            )
+        summary["stable_at_ms"] = self.rounds[-1].at_ms if self.rounds else 0
+        return summary
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "protocol": self.protocol,
+            "scenario": self.scenario,
+            "session_timeout_ms": self.session_timeout_ms,
+            "rounds": [r.to_json() for r in self.rounds],
+            "final": {m: _work_json(self.final[m]) for m in sorted(self.final)},
+            "summary": self.summary(),
+        }
+
+
+# ----------------------------------------------------------------------------- simulator
+
+
+@dataclass(frozen=True)
+class _Stable:
+    """The coordinator's view of a generation at the moment it became Stable."""
+
+    generation: int
+    member_ids: tuple[str, ...]
+    leader: str
+    protocol: str
+    trigger: str
+    at_ms: int
+
+
+@dataclass(eq=False)
+class _Node:
+    """One simulated process: a member plus whether it still runs."""
+
+    name: str
+    member: GroupMember[Any]
+    alive: bool = True
+
+
+def _describe(message: Any, name_of: Callable[[str], str]) -> str:
+    """The trace's one-line detail of a message, with member ids shown as names."""
+    match message:
+        case JoinGroup():
+            return message.reason if message.reason not in ("", "join") else ""
+        case JoinGroupResponse(error=ErrorCode.NONE):
+            role = ", you lead" if message.members else ""
+            leader = name_of(message.leader)
+            return f"generation {message.generation}, protocol {message.protocol}, leader {leader}{role}"
+        case JoinGroupResponse():
+            return message.error.name
+        case SyncGroup():
+            if message.assignments is None:
+                return f"generation {message.generation}"
+            return f"generation {message.generation}, assignments for {len(message.assignments)}"
+        case SyncGroupResponse(error=ErrorCode.NONE):
+            return f"generation {message.generation}"
+        case SyncGroupResponse() | HeartbeatResponse():
+            return message.error.name
+        case Heartbeat():
+            return f"generation {message.generation}"
+        case LeaveGroup():
+            return message.reason
+    return ""
+
+
+class Simulator:
+    """Drives one scenario; `run()` returns the SimulationResult."""
+
+    def __init__(self, scenario: Scenario):
+        self.scenario = scenario
+        self.now = 0
+        self.world = World(connectors=dict(scenario.connectors), topics=dict(scenario.topics))
+        self.coordinator = Coordinator(f"{scenario.kind}-group")
+        self.nodes: dict[str, _Node] = {}  # live processes by name
+        self.by_id: dict[str, _Node] = {}
+        self.queue: deque[tuple[_Node | None, _Node | None, Any]] = deque()
+        self.trace: list[dict[str, Any]] = []
+        self.rounds: list[Round] = []
+        self.stopped: dict[str, Any] = {}
+        self.started: dict[str, Any] = {}
+        self.recorded_generation = 0
+        self.observers: list[Callable[[Round, Simulator], None]] = []
+        self._stable: _Stable | None = None
+
+    # -- building members
+
+    def _handler(self, name: str, topics: Sequence[str] = ()) -> Any:
+        s = self.scenario
+        if s.kind == "connect":
+            return ConnectHandler(name, self.world, s.protocol, s.scheduled_rebalance_max_delay_ms)
+        return ConsumerHandler(name, self.world, s.protocol, topics)
+
+    def _spawn(self, name: str, topics: Sequence[str] = ()) -> _Node:
+        member = GroupMember(
+            client_id=name,
+            handler=self._handler(name, topics),
+            session_timeout_ms=self.scenario.session_timeout_ms,
+            rebalance_timeout_ms=60_000 if self.scenario.kind == "connect" else 300_000,
+        )
+        node = _Node(name, member)
+        self.nodes[name] = node
+        return node
+
+    # -- message plumbing
+
+    def _name_of(self, member_id: str) -> str:
+        node = self.by_id.get(member_id)
+        return node.name if node else member_id
+
+    def _record(self, sender: str, receiver: str, message: Any) -> None:
+        self.trace.append(
+            {
+                "at_ms": self.now,
+                "from": sender,
+                "to": receiver,
+                "message": type(message).__name__,
+                "detail": _describe(message, self._name_of),
+            }
+        )
+
+    def _member_event(self, node: _Node, event: Any) -> None:
+        if not node.alive:
+            return
+        actions = node.member.handle(event, self.now)
+        self._act(node, actions)
+
+    def _act(self, node: _Node, actions: Iterable[Any]) -> None:
+        for action in actions:
+            if isinstance(action, Send):
+                self.queue.append((node, None, action.request))
+            elif isinstance(action, StopWork):
+                prior = self.stopped.get(node.name)
+                self.stopped[node.name] = action.work if prior is None else prior | action.work
+            elif isinstance(action, StartWork):
+                prior = self.started.get(node.name)
+                self.started[node.name] = action.work if prior is None else prior | action.work
+            elif isinstance(action, MemberFailed):
+                raise ProtocolError(
+                    f"member {node.name} failed: {action.error.name} {action.detail}"
+                )
+        if node.member.member_id and node.alive:
+            self.by_id[node.member.member_id] = node
+
+    def _deliver_request(self, node: _Node, request: Any) -> None:
+        c = self.coordinator
+        replies = c.handle(request, self.now)
+        if c.state is GroupState.STABLE and (
+            self._stable is None or self._stable.generation < c.generation
+        ):
+            self._stable = _Stable(
+                c.generation,
+                tuple(c.members),
+                c.leader or "",
+                c.protocol or "",
+                c.trigger,
+                self.now,
+            )
+        quiet = isinstance(request, Heartbeat) and all(
+            r.response.error is ErrorCode.NONE for r in replies
+        )
+        if not quiet:
+            self._record(node.name, COORDINATOR, request)
+        self._route(replies, node, quiet=quiet)
+
+    def _route(
+        self, replies: Sequence[CoordinatorReply], sender: _Node | None, *, quiet: bool = False
+    ) -> None:
+        for reply in replies:
+            target = sender if reply.to == "" else self.by_id.get(reply.to)
+            if target is None:
+                continue
+            if not quiet and not isinstance(reply.response, LeaveGroupResponse):
+                self._record(COORDINATOR, target.name, reply.response)
+            self.queue.append((None, target, reply.response))
+
+    def _drain(self) -> None:
+        steps = 0
+        while self.queue:
+            steps += 1
+            if steps > MAX_STEPS_PER_INSTANT:
+                raise ProtocolError(f"the group does not settle at {self.now} ms (livelock)")
+            sender, target, message = self.queue.popleft()
+            if target is None:
+                assert sender is not None
+                if sender.alive:
+                    self._deliver_request(sender, message)
+            elif target.alive:
+                self._member_event(target, message)
+            self._maybe_close_round()
+        self._maybe_close_round()
+
+    def _maybe_close_round(self) -> None:
+        """A round ends once its generation reached Stable and every member has applied
+        the SyncGroup answer queued for it."""
+        snap = self._stable
+        if snap is None or snap.generation <= self.recorded_generation:
+            return
+        pending = any(
+            isinstance(m, SyncGroupResponse) and m.generation == snap.generation
+            for _, _, m in self.queue
+        )
+        if not pending:
+            self._close_round(snap)
+
+    def _close_round(self, snap: _Stable) -> None:
+        generation = snap.generation
+        self.recorded_generation = generation
+        members = [self.by_id[mid] for mid in snap.member_ids if mid in self.by_id]
+        names = sorted(n.name for n in members)
+        leader_node = self.by_id.get(snap.leader)
+        leader = leader_node.name if leader_node else snap.leader
+        handler = leader_node.member.handler if leader_node else None
+        sets, delay = ({}, 0)
+        if handler is not None:
+            sets, delay = handler.reports.get(generation, ({}, 0))
+        empty = members[0].member.handler.empty() if members else EMPTY
+        by_name = {n.name: n for n in members}
+        rnd = Round(
+            generation=generation,
+            at_ms=snap.at_ms,
+            trigger=snap.trigger,
+            leader=leader,
+            protocol=snap.protocol,
+            members=tuple(names),
+            assignments={n: by_name[n].member.owned for n in names},
+            assigned={n: self.started.get(n, empty) for n in names},
+            revoked={n: self.stopped.get(n, empty) for n in names},
+            delay_ms=delay,
+            sets=sets,
+            trace=tuple(self.trace),
+        )
+        self.rounds.append(rnd)
+        self.trace = []
+        self.started = {}
+        self.stopped = {}
+        for observer in self.observers:
+            observer(rnd, self)
+
+    # -- time
+
+    def _instant(self) -> None:
+        """Run everything that happens at `now` until nothing more does."""
+        for _ in range(MAX_STEPS_PER_INSTANT):
+            self._drain()
+            c = self.coordinator
+            if c.state is GroupState.PREPARING_REBALANCE:
+                prompted = [
+                    n
+                    for n in self._live()
+                    if n.member.state is MemberState.STABLE and n.member.member_id in c.members
+                ]
+                if prompted:
+                    for node in prompted:
+                        self._member_event(node, HeartbeatDue())
+                    continue
+            before = (c.state, c.generation, len(c.members))
+            replies = c.poll(self.now)
+            if replies or before != (c.state, c.generation, len(c.members)):
+                self._route(replies, None)
+                continue
+            acted = False
+            for node in self._live():
+                actions = node.member.poll(self.now)
+                if actions:
+                    self._act(node, actions)
+                    acted = True
+            if not acted and not self.queue:
+                return
+        raise ProtocolError(f"the group does not settle at {self.now} ms (livelock)")
+
+    def _live(self) -> list[_Node]:
+        return [self.nodes[n] for n in sorted(self.nodes)]
+
+    def _next_deadline(self) -> int | None:
+        deadlines = [self.coordinator.next_deadline()]
+        deadlines += [n.member.next_deadline() for n in self._live()]
+        present = [d for d in deadlines if d is not None]
+        return min(present) if present else None
+
+    def advance_to(self, t: int) -> None:
+        """Let time pass to `t`, firing every timer on the way."""
+        self._instant()
+        while True:
+            d = self._next_deadline()
+            if d is None or d > t:
+                break
+            if d <= self.now:
+                raise ProtocolError(f"a timer due at {d} ms does nothing at {self.now} ms")
+            self.now = d
+            self._instant()
+        self.now = max(self.now, t)
+        self._instant()
+
+    def settled(self) -> bool:
+        c = self.coordinator
+        if c.state not in (GroupState.STABLE, GroupState.EMPTY):
+            return False
+        return all(n.member.state is MemberState.STABLE for n in self._live())
+
+    def settle(self) -> None:
+        """Run rounds (and the timers they wait for) until the group is stable."""
+        self._instant()
+        while not self.settled():
+            d = self._next_deadline()
+            if d is None:
+                raise ProtocolError("the group cannot settle: nothing left to wait for")
+            if d > self.now:
+                self.now = d
+            self._instant()
+
+    # -- events
+
+    def start(self) -> None:
+        s = self.scenario
+        if s.kind == "connect":
+            for name in s.workers:
+                self._member_event(self._spawn(name), Start())
+        else:
+            for name, topics in s.members.items():
+                self._member_event(self._spawn(name, topics), Start())
+        self.settle()
+
+    def apply(self, event: Event) -> None:
+        if event.at_ms is not None and event.at_ms > self.now:
+            self.advance_to(event.at_ms)
+        action, value = event.action, event.value
+        if action == "join":
+            items = value.items() if isinstance(value, Mapping) else ((n, ()) for n in value)
+            for name, topics in items:
+                self._member_event(self._spawn(name, topics), Start())
+        elif action == "leave":
+            node = self.nodes.pop(value)
+            self._member_event(node, Leave())
+            self._instant()
+            node.alive = False
+        elif action == "crash":
+            node = self.nodes.pop(value)
+            # Its last heartbeat went out just before the crash: the session runs from now.
+            if node.member.state is MemberState.STABLE:
+                request = Heartbeat(node.member.member_id, node.member.generation)
+                self.coordinator.handle(request, self.now)
+            node.alive = False
+        elif action == "advance_ms":
+            self.advance_to(self.now + value)
+        elif action in ("connector_add", "tasks_change"):
+            self.world.connectors.update(value)
+            self._config_changed(event)
+        elif action == "connector_remove":
+            self.world.connectors.pop(value, None)
+            self._config_changed(event)
+        elif action in ("topic_add", "partitions_change"):
+            self.world.topics.update(value)
+            watched = any(t in value for n in self._live() for t in n.member.handler.topics)
+            if watched:
+                self._rejoin_leader(event.describe())
+        else:  # pragma: no cover - the scenario parser refuses others
+            raise KctlError(f"unknown event {action}")
+        self.settle()
+
+    def _config_changed(self, event: Event) -> None:
+        self.world.config_offset += 1
+        self._rejoin_leader(event.describe())
+
+    def _rejoin_leader(self, reason: str) -> None:
+        """The leader notices config or metadata changes and asks for a rebalance (the
+        first live member does when the leader is down)."""
+        live = self._live()
+        if not live:
+            return
+        leader = self.by_id.get(self.coordinator.leader or "")
+        if leader is None or not leader.alive:
+            in_group = [self.by_id[m] for m in self.coordinator.members if m in self.by_id]
+            candidates = [n for n in in_group if n.alive] or live
+            leader = candidates[0]
+        if leader.member.state is MemberState.UNJOINED:
+            return
+        self._member_event(leader, RequestRejoin(reason))
+
+    def run(self) -> SimulationResult:
+        self.start()
+        for event in self.scenario.events:
+            self.apply(event)
+        return self.result()
+
+    def result(self) -> SimulationResult:
+        return SimulationResult(
+            kind=self.scenario.kind,
+            protocol=self.scenario.protocol,
+            scenario=self.scenario.name,
+            session_timeout_ms=self.scenario.session_timeout_ms,
+            rounds=tuple(self.rounds),
+            final={n.name: n.member.owned for n in self._live()},
+            end_ms=self.now,
+        )
+
+
+def simulate(
+    scenario: Scenario, *, observer: Callable[[Round, Simulator], None] | None = None
+) -> SimulationResult:
+    """Run a scenario from start to end. `observer` sees every round as it closes
+    (tests use it to check invariants after each round)."""
+    sim = Simulator(scenario)
+    if observer is not None:
+        sim.observers.append(observer)
+    return sim.run()

@@ -1,0 +1,105 @@
+"""The Herder: the one interface REST (and the CLI through REST) uses to manage connectors.
+
+StandaloneHerder implements it for one worker; a distributed herder (later) implements the
+same methods by forwarding writes to the group leader.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any
+
+from kctl.runtime.states import ConnectorInfo, ConnectorStatus, PluginInfo, TargetState, TaskStatus
+
+
+class Herder(ABC):
+    worker_id: str
+
+    @abstractmethod
+    def connectors(self) -> list[str]: ...
+
+    @abstractmethod
+    def connector_info(self, name: str) -> ConnectorInfo:
+        """NotFoundError when there is no such connector."""
+
+    @abstractmethod
+    def connector_config(self, name: str) -> dict[str, str]: ...
+
+    @abstractmethod
+    def create_connector(self, name: str, config: Mapping[str, Any],
+                         initial_state: TargetState = TargetState.STARTED) -> ConnectorInfo:
+        """ValidationError on a bad config; AlreadyExistsError when the name is taken."""
+
+    @abstractmethod
+    def put_connector_config(self, name: str, config: Mapping[str, Any]) -> tuple[bool, ConnectorInfo]:
+        """Create or replace; returns (created, info)."""
+
+    @abstractmethod
+    def patch_connector_config(self, name: str, patch: Mapping[str, Any | None]) -> ConnectorInfo:
+        """Merge `patch` into the config; a None value removes the key."""
+
+    @abstractmethod
+    def connector_status(self, name: str) -> ConnectorStatus: ...
+
+    @abstractmethod
+    def task_configs(self, name: str) -> list[dict[str, str]]: ...
+
+    @abstractmethod
+    def task_status(self, name: str, task: int) -> TaskStatus: ...
+
+    @abstractmethod
+    def restart_connector(self, name: str, *, include_tasks: bool = False,
+                          only_failed: bool = False) -> ConnectorStatus | None:
+        """Returns the status (state RESTARTING where restarted) when tasks were included,
+        None for a plain connector restart (REST answers 204 then, 202 otherwise)."""
+
+    @abstractmethod
+    def restart_task(self, name: str, task: int) -> None: ...
+
+    @abstractmethod
+    def pause_connector(self, name: str) -> None: ...
+
+    @abstractmethod
+    def resume_connector(self, name: str) -> None: ...
+
+    @abstractmethod
+    def stop_connector(self, name: str) -> None: ...
+
+    @abstractmethod
+    def delete_connector(self, name: str) -> None: ...
+
+    @abstractmethod
+    def connector_offsets(self, name: str) -> list[dict[str, Any]]:
+        """Kafka Connect's shape: [{"partition": {...}, "offset": {...}}, ...]."""
+
+    @abstractmethod
+    def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
+        """Only when the connector is STOPPED (ConflictError otherwise); returns a message."""
+
+    @abstractmethod
+    def reset_connector_offsets(self, name: str) -> str: ...
+
+    @abstractmethod
+    def connector_topics(self, name: str) -> list[str]: ...
+
+    @abstractmethod
+    def reset_connector_topics(self, name: str) -> None: ...
+
+    @abstractmethod
+    def plugins(self, connectors_only: bool = True) -> list[PluginInfo]: ...
+
+    @abstractmethod
+    def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
+        """ConfigKeyInfo list as Kafka Connect's GET /connector-plugins/{p}/config."""
+
+    @abstractmethod
+    def validate_connector_config(self, plugin: str, config: Mapping[str, Any]) -> dict[str, Any]:
+        """ConfigInfos as Kafka Connect's PUT /connector-plugins/{p}/config/validate."""
+
+    @abstractmethod
+    def worker_info(self) -> dict[str, Any]:
+        """GET / : version, commit, kafka_cluster_id."""
+
+    @abstractmethod
+    def healthy(self) -> tuple[bool, str]: ...

@@ -1,0 +1,151 @@
+"""Finding connector plugins: built-ins, the `kctl.connectors` entry points, plugin.path dirs.
+
+`connector.class` may be an alias (`FileSource`), a class name, or a dotted Python path,
+matching Kafka Connect's habit of accepting both the simple and the full class name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import inspect
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kctl.api.connector import Connector, SinkConnector, SourceConnector
+from kctl.errors import PluginError
+from kctl.runtime.states import ConnectorType, PluginInfo
+
+BUILTIN_CONNECTORS = {
+    "FileSource": "kctl.connectors.file:FileSourceConnector",
+    "FileSink": "kctl.connectors.file:FileSinkConnector",
+}
+
+
+@dataclass(frozen=True)
+class ConnectorPlugin:
+    cls: type[Connector]
+    aliases: tuple[str, ...]
+
+    @property
+    def class_name(self) -> str:
+        return f"{self.cls.__module__}.{self.cls.__qualname__}"
+
+    @property
+    def type(self) -> ConnectorType:
+        if issubclass(self.cls, SourceConnector):
+            return ConnectorType.SOURCE
+        if issubclass(self.cls, SinkConnector):
+            return ConnectorType.SINK
+        return ConnectorType.UNKNOWN
+
+    def info(self) -> PluginInfo:
+        try:
+            version = self.cls().version()
+        except Exception:
+            version = "unknown"
+        return PluginInfo(self.class_name, self.type.value, version, self.aliases)
+
+
+def _load_ref(ref: str) -> object:
+    module, _, attr = ref.partition(":")
+    if not attr:
+        module, _, attr = ref.rpartition(".")
+    obj: object = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _aliases(cls: type, extra: Iterable[str] = ()) -> tuple[str, ...]:
+    names = [*extra, cls.__name__]
+    if cls.__name__.endswith("Connector"):
+        names.append(cls.__name__[: -len("Connector")])
+    return tuple(dict.fromkeys(names))
+
+
+class Plugins:
+    """The connector plugins one worker knows, loaded once at start."""
+
+    def __init__(self, plugin_path: Iterable[str] = ()):
+        self._by_name: dict[str, ConnectorPlugin] = {}
+        self._plugins: list[ConnectorPlugin] = []
+        self.load_errors: list[str] = []
+        for alias, ref in BUILTIN_CONNECTORS.items():
+            self._register_ref(ref, (alias,))
+        for ep in importlib.metadata.entry_points(group="kctl.connectors"):
+            try:
+                self._register(ep.load(), (ep.name,))
+            except Exception as e:
+                self.load_errors.append(f"entry point {ep.name}: {e}")
+        for d in plugin_path:
+            self._scan_dir(Path(d))
+
+    def _register_ref(self, ref: str, aliases: tuple[str, ...]) -> None:
+        try:
+            self._register(_load_ref(ref), aliases)  # type: ignore[arg-type]
+        except Exception as e:
+            self.load_errors.append(f"{ref}: {e}")
+
+    def _register(self, cls: type[Connector], aliases: Iterable[str]) -> None:
+        if not (inspect.isclass(cls) and issubclass(cls, Connector)) or inspect.isabstract(cls):
+            return
+        plugin = ConnectorPlugin(cls, _aliases(cls, aliases))
+        if plugin.class_name in self._by_name:
+            return
+        self._plugins.append(plugin)
+        for name in (plugin.class_name, *plugin.aliases):
+            self._by_name.setdefault(name, plugin)
+
+    def _scan_dir(self, path: Path) -> None:
+        """Import each module or package in a plugin.path directory and keep its connectors."""
+        if not path.is_dir():
+            self.load_errors.append(f"plugin.path entry {path} is not a directory")
+            return
+        if str(path) not in sys.path:
+            sys.path.insert(0, str(path))
+        for entry in sorted(path.iterdir()):
+            if entry.name.startswith(("_", ".")):
+                continue
+            if entry.suffix == ".py" or (entry.is_dir() and (entry / "__init__.py").exists()):
+                modname = entry.stem
+                try:
+                    mod = importlib.import_module(modname)
+                except Exception as e:
+                    self.load_errors.append(f"{entry}: {type(e).__name__}: {e}")
+                    continue
+                for _, obj in inspect.getmembers(mod, inspect.isclass):
+                    if obj.__module__ == mod.__name__:
+                        self._register(obj, ())
+
+    def connectors(self) -> list[ConnectorPlugin]:
+        return sorted(self._plugins, key=lambda p: p.class_name)
+
+    def known_names(self) -> list[str]:
+        return sorted({p.aliases[0] for p in self._plugins})
+
+    def connector_plugin(self, name: str) -> ConnectorPlugin:
+        """Resolve an alias, simple or full class name, or a dotted path to import."""
+        if not name:
+            raise PluginError("connector.class is empty; known connectors: "
+                              + ", ".join(self.known_names()))
+        plugin = self._by_name.get(name)
+        if plugin is None and "." in name:
+            try:
+                obj = _load_ref(name)
+            except (ImportError, AttributeError, ValueError):
+                obj = None
+            if inspect.isclass(obj) and issubclass(obj, Connector):
+                self._register(obj, ())
+                plugin = self._by_name.get(f"{obj.__module__}.{obj.__qualname__}")
+        if plugin is None:
+            raise PluginError(
+                f"Failed to find any class that implements Connector and which name matches "
+                f"{name}; known connectors: {', '.join(self.known_names())}")
+        return plugin
+
+    def new_connector(self, name: str) -> Connector:
+        return self.connector_plugin(name).cls()

@@ -1,0 +1,787 @@
+"""The task loops: WorkerSourceTask (poll, transform, convert, produce, commit acknowledged
+offsets) and WorkerSinkTask (fetch, convert, transform, put, flush, commit).
+
+Each runs in its own thread; state changes go to a StatusListener. Every step that can fail
+per record runs through the RetryWithToleranceOperator with its Kafka Connect stage.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import json
+import logging
+import re
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kctl.api.connector import (
+    OffsetStorageReader,
+    SinkTask,
+    SourceTask,
+    SparkProvider,
+    partition_key,
+)
+from kctl.api.converter import Converter
+from kctl.api.records import (
+    Headers,
+    OffsetAndMetadata,
+    RecordMetadata,
+    SinkRecord,
+    SourceRecord,
+    TimestampType,
+    TopicPartition,
+)
+from kctl.errors import ConnectError, RetriableError
+from kctl.runtime.errors import FAILED, RetryWithToleranceOperator, Stage, Tolerance
+from kctl.runtime.states import State
+from kctl.transport.base import Consumer, LogRecord, Producer, ProducerRecord
+
+log = logging.getLogger("kctl.tasks")
+
+
+@dataclass(frozen=True, order=True)
+class TaskId:
+    connector: str
+    task: int
+
+    def __str__(self) -> str:
+        return f"{self.connector}-{self.task}"
+
+
+class StatusListener(Protocol):
+    def on_task_state(self, task: TaskId, state: State, trace: str | None = None) -> None: ...
+
+    def on_topic_used(self, connector: str, topic: str) -> None: ...
+
+
+class Transforms(Protocol):
+    def apply(self, record: Any) -> Any: ...
+
+
+class _NoTransforms:
+    def apply(self, record: Any) -> Any:
+        return record
+
+
+def _trace(e: BaseException) -> str:
+    return "".join(traceback.format_exception(e))
+
+
+def _class_name(obj: Any) -> str:
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
+def _transform_class(chain: Any) -> Callable[[], str]:
+    """The class of the transform that failed (as Kafka reports it), not the chain's."""
+
+    def name() -> str:
+        stage = getattr(chain, "failed_stage", None)
+        return stage.class_name if stage is not None else _class_name(chain)
+
+    return name
+
+
+def _close_transforms(chain: Any) -> None:
+    close = getattr(chain, "close", None)
+    if close is not None:
+        try:
+            close()
+        except Exception as e:
+            log.warning("closing transforms failed: %s", e)
+
+
+class WorkerTask:
+    """Lifecycle shared by both loops: thread, pause/resume, stop, failure reporting."""
+
+    def __init__(self, task_id: TaskId, status: StatusListener, *, paused: bool,
+                 commit_interval_ms: int, clock: Callable[[], float] = time.monotonic):
+        self.id = task_id
+        self.status = status
+        self.clock = clock
+        self.commit_interval = commit_interval_ms / 1000
+        self._paused = paused
+        self._stopping = threading.Event()
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name=f"task-{task_id}", daemon=True)
+        self.failed: BaseException | None = None
+        self.started_count = 0
+
+    # -- control (any thread) --------------------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    def pause(self) -> None:
+        with self._cond:
+            self._paused = True
+            self._cond.notify_all()
+
+    def resume(self) -> None:
+        with self._cond:
+            self._paused = False
+            self._cond.notify_all()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._cond:
+            self._cond.notify_all()
+
+    def join(self, timeout: float) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    # -- task thread ---------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            self.initialize_and_start()
+            self.status.on_task_state(self.id, State.PAUSED if self._paused else State.RUNNING)
+            self.execute()
+        except BaseException as e:  # a task failure must never take the worker down
+            self.failed = e
+            log.error("Task %s failed: %s", self.id, e, exc_info=e)
+            self.status.on_task_state(self.id, State.FAILED, _trace(e))
+            try:
+                self.close(failed=True)
+            except BaseException as ce:
+                log.warning("Task %s failed to close: %s", self.id, ce)
+            return
+        try:
+            self.close(failed=False)
+        except BaseException as e:
+            log.error("Task %s failed while stopping: %s", self.id, e, exc_info=e)
+            self.status.on_task_state(self.id, State.FAILED, _trace(e))
+            return
+        self.status.on_task_state(self.id, State.UNASSIGNED)
+
+    def wait_if_paused(self) -> bool:
+        """Block while paused; returns True when the loop should go on."""
+        if not self._paused:
+            return not self.stopping
+        self.on_pause()
+        self.status.on_task_state(self.id, State.PAUSED)
+        with self._cond:
+            while self._paused and not self.stopping:
+                self._cond.wait(0.5)
+                self.while_paused()
+        if not self.stopping:
+            self.on_resume()
+            self.status.on_task_state(self.id, State.RUNNING)
+        return not self.stopping
+
+    def on_pause(self) -> None:
+        pass
+
+    def on_resume(self) -> None:
+        pass
+
+    def while_paused(self) -> None:
+        pass
+
+    def initialize_and_start(self) -> None:
+        raise NotImplementedError
+
+    def execute(self) -> None:
+        raise NotImplementedError
+
+    def close(self, failed: bool) -> None:
+        raise NotImplementedError
+
+
+class _SourceTaskContext:
+    def __init__(self, configs: Mapping[str, str], reader: OffsetStorageReader,
+                 spark: SparkProvider, reporter: _SourceErrantReporter):
+        self._configs = configs
+        self._reader = reader
+        self._spark = spark
+        self._reporter = reporter
+
+    def errant_record_reporter(self) -> _SourceErrantReporter:
+        return self._reporter
+
+    @property
+    def configs(self) -> Mapping[str, str]:
+        return self._configs
+
+    @property
+    def offset_storage_reader(self) -> OffsetStorageReader:
+        return self._reader
+
+    def spark(self) -> Any:
+        return self._spark.spark()
+
+
+class _SourceErrantReporter:
+    """Input a source could not turn into a record (stage TASK_POLL) takes its place in
+    the partition's order: dead-lettered, then acknowledged, so the offset moves past it
+    only once everything before it is acknowledged too."""
+
+    def __init__(self, owner: WorkerSourceTask):
+        self._owner = owner
+
+    def report(self, record: SourceRecord, error: BaseException) -> None:
+        owner = self._owner
+        if owner.operator.tolerance is Tolerance.NONE:
+            raise error  # poll() fails, and with it the task, naming the input
+        entry = owner.submitted.submit(record)
+        owner.operator.execute(lambda: _raise(error), Stage.TASK_POLL,
+                               _class_name(owner.task), source=record)
+        owner.submitted.ack(entry)
+        owner.task.commit_record(record, None)
+
+
+class SubmittedRecords:
+    """Records in flight per source partition; offsets advance only over an acked prefix."""
+
+    def __init__(self) -> None:
+        self._pending: dict[tuple, collections.deque[list]] = {}
+        self._partitions: dict[tuple, Mapping[str, Any]] = {}
+        self._committable: dict[tuple, Mapping[str, Any]] = {}
+        self.in_flight = 0
+
+    def submit(self, record: SourceRecord) -> list:
+        key = partition_key(record.source_partition)
+        entry = [record.source_offset, False]
+        dq = self._pending.get(key)
+        if dq is None:
+            dq = self._pending[key] = collections.deque()
+            self._partitions[key] = record.source_partition
+        dq.append(entry)
+        self.in_flight += 1
+        return entry
+
+    def ack(self, entry: list) -> None:
+        if not entry[1]:
+            entry[1] = True
+            self.in_flight -= 1
+
+    def committable(self) -> dict[tuple, tuple[Mapping[str, Any], Mapping[str, Any]]]:
+        """Pop acked prefixes; return {key: (partition, latest offset)} that advanced."""
+        out = {}
+        for key, dq in self._pending.items():
+            last = None
+            while dq and dq[0][1]:
+                last = dq.popleft()[0]
+            if last is not None:
+                out[key] = (self._partitions[key], last)
+        return out
+
+
+SOURCE_HEADER = "__kctl.source"
+POSITION_KEY = "kctl.task"
+"""Offset-store partitions with this key hold log positions, not connector offsets."""
+
+
+class WorkerSourceTask(WorkerTask):
+    def __init__(
+        self,
+        task_id: TaskId,
+        task: SourceTask,
+        props: Mapping[str, str],
+        *,
+        status: StatusListener,
+        producer: Producer,
+        key_converter: Converter,
+        value_converter: Converter,
+        transforms: Transforms | None,
+        offset_reader: OffsetStorageReader,
+        offset_writer: Any,
+        operator: RetryWithToleranceOperator,
+        spark: SparkProvider,
+        paused: bool = False,
+        commit_interval_ms: int = 10000,
+        commit_timeout_ms: int = 5000,
+        ensure_topic: Callable[[str], None] = lambda t: None,
+        partition_count: Callable[[str], int] = lambda t: 1,
+        exactly_once: bool = False,
+        log_reader: Callable[[], Consumer] | None = None,
+        stored_offsets: Callable[[], list[tuple[dict, dict | None]]] | None = None,
+    ):
+        super().__init__(task_id, status, paused=paused, commit_interval_ms=commit_interval_ms)
+        self.task = task
+        self.exactly_once = exactly_once
+        self._partition_count = partition_count
+        self.log_reader = log_reader
+        self.stored_offsets = stored_offsets
+        self._seq = itertools.count(time.time_ns())
+        self._positions: dict[tuple[str, int], int] = {}
+        self.props = props
+        self.producer = producer
+        self.key_converter = key_converter
+        self.value_converter = value_converter
+        self.transforms = transforms or _NoTransforms()
+        self.offset_reader = offset_reader
+        self.offset_writer = offset_writer
+        self.operator = operator
+        self.spark = spark
+        self.commit_timeout = commit_timeout_ms / 1000
+        self.ensure_topic = ensure_topic
+        self.submitted = SubmittedRecords()
+        self._produce_error: BaseException | None = None
+        self._known_topics: set[str] = set()
+        self.records_sent = 0
+
+    def initialize_and_start(self) -> None:
+        if self.exactly_once:
+            self._recover_offsets_from_log()
+        self.task.initialize(_SourceTaskContext(self.props, self.offset_reader, self.spark,
+                                                _SourceErrantReporter(self)))
+        self.task.start(self.props)
+
+    # Exactly-once source: every record carries its source position in a header, and each
+    # commit stores, with the source offsets, how far the log had acknowledged this task's
+    # writes. A crash between an acknowledgement and the next commit leaves records in the
+    # log past that position; on start they are read back and their source offsets win, so
+    # the task resumes after what the log really holds instead of producing it again.
+    def _recover_offsets_from_log(self) -> None:
+        if self.log_reader is None or self.stored_offsets is None:
+            return
+        positions = [(p, o) for p, o in self.stored_offsets()
+                     if p.get(POSITION_KEY) is not None and o]
+        if not positions:
+            return
+        newest: dict[tuple, tuple[int, dict, dict]] = {}
+        consumer = self.log_reader()
+        try:
+            tps = [TopicPartition(p["topic"], int(p["partition"])) for p, _ in positions]
+            consumer.assign(tps)
+            for (_, o), tp in zip(positions, tps, strict=True):
+                consumer.seek(tp, int(o["position"]))
+            idle_since = time.monotonic()
+            while time.monotonic() - idle_since < 0.5:
+                batch = consumer.poll_batch(10000, 0.1)
+                if batch:
+                    idle_since = time.monotonic()
+                for r in batch:
+                    for k, v in r.headers:
+                        if k == SOURCE_HEADER and v is not None:
+                            conn, seq, part, off = json.loads(v)
+                            if conn != self.id.connector:
+                                continue
+                            key = partition_key(part)
+                            if key not in newest or newest[key][0] < seq:
+                                newest[key] = (seq, part, off)
+                    self._positions[(r.topic, r.partition)] = r.offset + 1
+        finally:
+            consumer.close()
+        if not newest:
+            return
+        log.info("Task %s recovered %d source offset(s) from the log", self.id, len(newest))
+        for _, part, off in newest.values():
+            self.offset_writer.offset(part, off)
+        self._write_positions()
+        if self.offset_writer.begin_flush():
+            self.offset_writer.do_flush().result(self.commit_timeout)
+
+    def _mark_start_positions(self, topic: str) -> None:
+        """Before the first write to a topic, store where its partitions end, so a crash
+        before the first commit can still be recovered by reading from there."""
+        if self.log_reader is None:
+            return
+        consumer = self.log_reader()
+        try:
+            n = self._partition_count(topic)
+            ends = consumer.end_offsets([TopicPartition(topic, p) for p in range(n)])
+        finally:
+            consumer.close()
+        added = False
+        for tp, end in ends.items():
+            if (tp.topic, tp.partition) not in self._positions:
+                self._positions[(tp.topic, tp.partition)] = max(0, end - 1)
+                added = True
+        if added:
+            self._write_positions()
+            if self.offset_writer.begin_flush():
+                self.offset_writer.do_flush().result(self.commit_timeout)
+
+    def _write_positions(self) -> None:
+        for (topic, partition), pos in self._positions.items():
+            self.offset_writer.offset({POSITION_KEY: self.id.task, "topic": topic,
+                                       "partition": partition}, {"position": pos})
+
+    def execute(self) -> None:
+        next_commit = self.clock() + self.commit_interval
+        task_class = _class_name(self.task)
+        while self.wait_if_paused():
+            # A failing poll() is never skipped: that would lose whatever it had read.
+            # Retriable errors are retried; bad input goes through the errant reporter.
+            records = self.operator.execute(self.task.poll, Stage.TASK_POLL, task_class,
+                                            tolerate=False)
+            if records and records is not FAILED:
+                self._send(records)
+            self.producer.poll(0)
+            if self._produce_error is not None:
+                raise ConnectError(f"Failed to produce records: {self._produce_error}") \
+                    from self._produce_error
+            if self.clock() >= next_commit:
+                self.commit_offsets()
+                next_commit = self.clock() + self.commit_interval
+
+    def _send(self, records: Sequence[SourceRecord]) -> None:
+        op = self.operator
+        transforms = self.transforms
+        kc, vc = self.key_converter, self.value_converter
+        kc_name, vc_name = _class_name(kc), _class_name(vc)
+        out: list[ProducerRecord] = []
+        entries: list[tuple[list, SourceRecord]] = []
+        for rec in records:
+            entry = self.submitted.submit(rec)
+            tr = op.execute(lambda r=rec: transforms.apply(r), Stage.TRANSFORMATION,
+                            _transform_class(transforms), source=rec)
+            if tr is None or tr is FAILED:  # filtered or dead-lettered: done with it
+                self.submitted.ack(entry)
+                self.task.commit_record(rec, None)
+                continue
+            topic = tr.topic
+            key = op.execute(lambda t=tr: kc.from_connect_data(t.topic, t.key_schema, t.key, t.headers),
+                             Stage.KEY_CONVERTER, kc_name, source=rec)
+            if key is FAILED:
+                self.submitted.ack(entry)
+                continue
+            value = op.execute(lambda t=tr: vc.from_connect_data(t.topic, t.value_schema, t.value, t.headers),
+                               Stage.VALUE_CONVERTER, vc_name, source=rec)
+            if value is FAILED:
+                self.submitted.ack(entry)
+                continue
+            headers: tuple = ()
+            if tr.headers:
+                headers = tuple((h.key, _header_bytes(h.value)) for h in tr.headers)
+            if self.exactly_once:
+                headers = (*headers, (SOURCE_HEADER, json.dumps(
+                    [self.id.connector, next(self._seq), dict(rec.source_partition),
+                     dict(rec.source_offset)], separators=(",", ":")).encode()))
+            if topic not in self._known_topics:
+                self.ensure_topic(topic)
+                self._known_topics.add(topic)
+                if self.exactly_once:
+                    self._mark_start_positions(topic)
+            out.append(ProducerRecord(topic, value, key, tr.kafka_partition, headers, tr.timestamp))
+            entries.append((entry, rec))
+        for pr, (entry, rec) in zip(out, entries, strict=True):
+            self.producer.send(pr, self._callback(entry, rec))
+        self.records_sent += len(out)
+
+    def _callback(self, entry: list, rec: SourceRecord) -> Callable:
+        def on_delivery(md: RecordMetadata | None, err: BaseException | None) -> None:
+            if err is None:
+                self.submitted.ack(entry)
+                if self.exactly_once and md is not None:
+                    self._positions[(md.topic, md.partition)] = md.offset + 1
+                try:
+                    self.task.commit_record(rec, md)
+                except Exception as e:
+                    log.warning("commit_record failed for %s: %s", self.id, e)
+                return
+            try:
+                result = self.operator.execute(lambda: _raise(err), Stage.KAFKA_PRODUCE,
+                                               _class_name(self.producer), source=rec)
+            except ConnectError as e:
+                self._produce_error = e
+                return
+            if result is FAILED:
+                self.submitted.ack(entry)
+        return on_delivery
+
+    def commit_offsets(self) -> bool:
+        """Write offsets of acknowledged records; returns False when the flush timed out."""
+        remaining = self.producer.flush(self.commit_timeout)
+        committable = self.submitted.committable()
+        for partition, offset in committable.values():
+            self.offset_writer.offset(partition, offset)
+        if self.exactly_once and remaining == 0 and committable:
+            # everything sent is acknowledged: positions and offsets describe the same point
+            self._write_positions()
+        if committable and self.offset_writer.begin_flush():
+            try:
+                self.offset_writer.do_flush().result(self.commit_timeout)
+            except Exception as e:
+                self.offset_writer.cancel_flush()
+                log.error("Offset commit failed for %s: %s", self.id, e)
+                return False
+        try:
+            self.task.commit()
+        except Exception as e:
+            log.warning("SourceTask.commit failed for %s: %s", self.id, e)
+        return remaining == 0
+
+    def close(self, failed: bool) -> None:
+        try:
+            if not failed:
+                self.commit_offsets()
+            else:
+                # Records acknowledged before the failure are safe to commit.
+                self.producer.flush(self.commit_timeout)
+                committable = self.submitted.committable()
+                for partition, offset in committable.values():
+                    self.offset_writer.offset(partition, offset)
+                if committable and self.offset_writer.begin_flush():
+                    self.offset_writer.do_flush().result(self.commit_timeout)
+        finally:
+            try:
+                self.task.stop()
+            finally:
+                _close_transforms(self.transforms)
+                self.producer.close()
+
+
+def _raise(err: BaseException) -> Any:
+    raise err
+
+
+def _header_bytes(v: Any) -> bytes | None:
+    if v is None or isinstance(v, bytes):
+        return v
+    return str(v).encode()
+
+
+# --- sink ----------------------------------------------------------------------------------
+
+
+class _SinkTaskContext:
+    def __init__(self, owner: WorkerSinkTask):
+        self._owner = owner
+
+    @property
+    def configs(self) -> Mapping[str, str]:
+        return self._owner.props
+
+    def offset(self, offsets: Mapping[TopicPartition, int]) -> None:
+        self._owner.rewinds.update(offsets)
+
+    def timeout(self, timeout_ms: int) -> None:
+        self._owner.retry_timeout_ms = timeout_ms
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._owner.consumer.assignment())
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        self._owner.consumer.pause(partitions)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        self._owner.consumer.resume(partitions)
+
+    def request_commit(self) -> None:
+        self._owner.commit_requested = True
+
+    def errant_record_reporter(self) -> Any:
+        return self._owner.errant_reporter
+
+    def spark(self) -> Any:
+        return self._owner.spark.spark()
+
+
+class _ErrantRecordReporter:
+    """KIP-610: a sink reports one record; it goes through the same tolerance and DLQ."""
+
+    def __init__(self, owner: WorkerSinkTask):
+        self._owner = owner
+
+    def report(self, record: SinkRecord, error: BaseException) -> None:
+        consumed = self._owner.originals.get((record.original_topic or record.topic,
+                                              record.original_kafka_partition
+                                              if record.original_kafka_partition is not None
+                                              else record.kafka_partition,
+                                              record.original_kafka_offset
+                                              if record.original_kafka_offset is not None
+                                              else record.kafka_offset))
+        self._owner.operator.execute(lambda: _raise(error), Stage.TASK_PUT,
+                                     _class_name(self._owner.task), consumed=consumed)
+
+
+class WorkerSinkTask(WorkerTask):
+    def __init__(
+        self,
+        task_id: TaskId,
+        task: SinkTask,
+        props: Mapping[str, str],
+        *,
+        status: StatusListener,
+        consumer: Consumer,
+        topics: Sequence[str],
+        topics_regex: str | None,
+        list_topics: Callable[[], Sequence[str]],
+        key_converter: Converter,
+        value_converter: Converter,
+        transforms: Transforms | None,
+        operator: RetryWithToleranceOperator,
+        spark: SparkProvider,
+        paused: bool = False,
+        commit_interval_ms: int = 10000,
+        max_poll_records: int = 10000,
+        has_reporters: bool = False,
+    ):
+        super().__init__(task_id, status, paused=paused, commit_interval_ms=commit_interval_ms)
+        self.task = task
+        self.props = props
+        self.consumer = consumer
+        self.topics = list(topics)
+        self.topics_regex = re.compile(topics_regex) if topics_regex else None
+        self.list_topics = list_topics
+        self.key_converter = key_converter
+        self.value_converter = value_converter
+        self.transforms = transforms or _NoTransforms()
+        self.operator = operator
+        self.spark = spark
+        self.max_poll_records = max_poll_records
+        self.rewinds: dict[TopicPartition, int] = {}
+        self.current: dict[TopicPartition, int] = {}
+        self.committed: dict[TopicPartition, int] = {}
+        self.retry_timeout_ms = 0
+        self.commit_requested = False
+        self.errant_reporter = _ErrantRecordReporter(self) if has_reporters else None
+        self.originals: dict[tuple[str, int, int], LogRecord] = {}
+        self._subscribed: set[str] = set()
+        self.records_put = 0
+
+    def initialize_and_start(self) -> None:
+        self.task.initialize(_SinkTaskContext(self))
+        self.task.start(self.props)
+        self._subscribe()
+
+    def _subscribe(self) -> None:
+        topics = set(self.topics)
+        if self.topics_regex is not None:
+            topics |= {t for t in self.list_topics() if self.topics_regex.fullmatch(t)}
+        if topics != self._subscribed:
+            self._subscribed = topics
+            self.consumer.subscribe(sorted(topics), on_assign=self._on_assign,
+                                    on_revoke=self._on_revoke)
+
+    def _on_assign(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self.current[tp] = self.consumer.position(tp)
+            self.committed[tp] = self.current[tp]
+        self.task.open(partitions)
+        self._apply_rewinds()
+
+    def _on_revoke(self, partitions: list[TopicPartition]) -> None:
+        self._commit(partitions)
+        self.task.close(partitions)
+        for tp in partitions:
+            self.current.pop(tp, None)
+            self.committed.pop(tp, None)
+
+    def _apply_rewinds(self) -> None:
+        if not self.rewinds:
+            return
+        assigned = self.consumer.assignment()
+        for tp, off in list(self.rewinds.items()):
+            if tp in assigned:
+                self.consumer.seek(tp, off)
+                self.current[tp] = off
+                del self.rewinds[tp]
+
+    def on_pause(self) -> None:
+        self.consumer.pause(self.consumer.assignment())
+
+    def on_resume(self) -> None:
+        self.consumer.resume(self.consumer.assignment())
+
+    def while_paused(self) -> None:
+        self.consumer.poll_batch(1, 0)  # keeps group membership alive on a real broker
+
+    def execute(self) -> None:
+        next_commit = self.clock() + self.commit_interval
+        next_topic_scan = self.clock() + 5
+        while self.wait_if_paused():
+            batch = self.consumer.poll_batch(self.max_poll_records, 0.2)
+            self._apply_rewinds()
+            if batch:
+                self._deliver(batch)
+            now = self.clock()
+            if now >= next_commit or self.commit_requested:
+                self.commit_requested = False
+                self._commit(None)
+                next_commit = self.clock() + self.commit_interval
+            if self.topics_regex is not None and now >= next_topic_scan:
+                self._subscribe()
+                next_topic_scan = now + 5
+
+    def _convert(self, rec: LogRecord) -> Any:
+        op = self.operator
+        kc, vc = self.key_converter, self.value_converter
+        key = op.execute(lambda: kc.to_connect_data(rec.topic, rec.key), Stage.KEY_CONVERTER,
+                         _class_name(kc), consumed=rec)
+        if key is FAILED:
+            return FAILED
+        value = op.execute(lambda: vc.to_connect_data(rec.topic, rec.value), Stage.VALUE_CONVERTER,
+                           _class_name(vc), consumed=rec)
+        if value is FAILED:
+            return FAILED
+        headers = Headers()
+        for hk, hv in rec.headers:
+            headers.add(hk, hv)
+        sr = SinkRecord(rec.topic, rec.partition, key.schema, key.value, value.schema, value.value,
+                        rec.timestamp, headers, kafka_offset=rec.offset,
+                        timestamp_type=TimestampType.CREATE_TIME, original_topic=rec.topic,
+                        original_kafka_partition=rec.partition, original_kafka_offset=rec.offset)
+        return op.execute(lambda: self.transforms.apply(sr), Stage.TRANSFORMATION,
+                          _transform_class(self.transforms), consumed=rec)
+
+    def _deliver(self, batch: list[LogRecord]) -> None:
+        records: list[SinkRecord] = []
+        track_originals = self.errant_reporter is not None
+        if track_originals:
+            self.originals = {}
+        for rec in batch:
+            sr = self._convert(rec)
+            if sr is not None and sr is not FAILED:
+                records.append(sr)
+                if track_originals:
+                    self.originals[(rec.topic, rec.partition, rec.offset)] = rec
+        if records:
+            self._put(records, batch)
+        for rec in batch:
+            self.current[TopicPartition(rec.topic, rec.partition)] = rec.offset + 1
+        self.records_put += len(records)
+
+    def _put(self, records: list[SinkRecord], batch: list[LogRecord]) -> None:
+        """Retriable put failures redeliver the same batch with backoff (as Kafka Connect)."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                self.task.put(records)
+                return
+            except RetriableError as e:
+                if self.stopping:
+                    raise ConnectError("Task stopped while retrying put") from e
+                delay = self.retry_timeout_ms / 1000 if self.retry_timeout_ms else \
+                    self.operator.backoff_ms(attempt) / 1000
+                log.warning("Retriable put failure in %s (attempt %d): %s", self.id, attempt, e)
+                time.sleep(min(delay, 10.0))
+            except Exception as e:
+                raise ConnectError(f"Exiting WorkerSinkTask due to unrecoverable exception: {e}") from e
+
+    def _commit(self, partitions: Sequence[TopicPartition] | None) -> None:
+        tps = list(self.current) if partitions is None else list(partitions)
+        current = {tp: OffsetAndMetadata(self.current[tp]) for tp in tps if tp in self.current}
+        if not current:
+            return
+        to_commit = self.task.pre_commit(current)
+        offsets = {tp: om.offset for tp, om in to_commit.items()
+                   if tp in current and self.committed.get(tp) != om.offset}
+        if offsets:
+            self.consumer.commit(offsets)
+            self.committed.update(offsets)
+
+    def close(self, failed: bool) -> None:
+        try:
+            if not failed:
+                self._commit(None)
+            assigned = sorted(self.consumer.assignment())
+            if assigned:
+                self.task.close(assigned)
+        finally:
+            try:
+                self.task.stop()
+            finally:
+                _close_transforms(self.transforms)
+                self.consumer.close()

@@ -1,0 +1,127 @@
+"""Connector config validation in Kafka Connect's ConfigInfos shape (REST /validate, create)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kctl.api.config import ConfigDef, ConfigKey, ConfigValue, Password
+from kctl.api.connector import Connector, SinkConnector
+from kctl.errors import PluginError, ValidationError
+from kctl.runtime import connector_config as cc
+from kctl.runtime.plugins import Plugins
+
+
+def _definition(key: ConfigKey) -> dict[str, Any]:
+    default = key.default if key.has_default else None
+    if isinstance(default, list):
+        default = ",".join(default)
+    elif isinstance(default, bool):
+        default = str(default).lower()
+    elif default is not None:
+        default = str(default)
+    return {
+        "name": key.name, "type": key.type.value, "required": not key.has_default,
+        "default_value": default, "importance": key.importance.value,
+        "documentation": key.doc, "group": key.group, "width": key.width.value,
+        "display_name": key.display_name or key.name, "dependents": list(key.dependents),
+        "order": key.order_in_group,
+    }
+
+
+def _value(cv: ConfigValue) -> dict[str, Any]:
+    v = cv.value
+    if isinstance(v, Password):
+        v = Password.HIDDEN
+    elif isinstance(v, list):
+        v = ",".join(map(str, v))
+    elif isinstance(v, bool):
+        v = str(v).lower()
+    elif v is not None:
+        v = str(v)
+    return {"name": cv.name, "value": v, "recommended_values": [str(r) for r in cv.recommended_values],
+            "errors": list(cv.errors), "visible": cv.visible}
+
+
+def plugin_config_keys(connector: Connector) -> list[dict[str, Any]]:
+    return [_definition(k) for k in connector.config().keys.values() if not k.internal]
+
+
+def validate_config(plugins: Plugins, config: Mapping[str, Any],
+                    plugin_name: str | None = None) -> dict[str, Any]:
+    """Validate common keys, the plugin's keys and transforms; never raises for bad values."""
+    cls_name = plugin_name or str(config.get("connector.class") or "")
+    config = cc.as_strings(config)
+    connector: Connector | None = None
+    plugin_error: str | None = None
+    try:
+        connector = plugins.new_connector(cls_name)
+    except PluginError as e:
+        plugin_error = str(e)
+    is_sink = isinstance(connector, SinkConnector)
+    common = cc.connector_def(is_sink)
+    values: list[ConfigValue] = common.validate(config)
+    definition: ConfigDef = common
+    if plugin_error:
+        for v in values:
+            if v.name == "connector.class":
+                v.errors.append(plugin_error)
+    if connector is not None:
+        try:
+            plugin_values = connector.validate(config)
+        except Exception as e:  # a plugin's validate bug is a validation error, not a 500
+            plugin_values = [ConfigValue("connector.class", cls_name,
+                                         errors=[f"validate() failed: {type(e).__name__}: {e}"])]
+        definition = common.merge(connector.config())
+        names = {v.name for v in values}
+        for pv in plugin_values:
+            if pv.name in names:
+                existing = next(v for v in values if v.name == pv.name)
+                existing.errors.extend(e for e in pv.errors if e not in existing.errors)
+            else:
+                values.append(pv)
+    extra: dict[str, list[str]] = {}
+    if is_sink:
+        extra.update(cc.check_sink_topics(config))
+    if config.get("transforms") or config.get("predicates"):
+        try:
+            from kctl.transforms.chain import validate_transforms
+
+            for k, errs in validate_transforms(config).items():
+                extra.setdefault(k, []).extend(errs)
+        except ImportError:
+            pass
+    by_name = {v.name: v for v in values}
+    for k, errs in extra.items():
+        if k in by_name:
+            by_name[k].errors.extend(errs)
+        else:
+            cv = ConfigValue(k, config.get(k), errors=list(errs))
+            values.append(cv)
+            by_name[k] = cv
+    keys = definition.keys
+    configs = []
+    for v in values:
+        key = keys.get(v.name)
+        configs.append({"definition": _definition(key) if key else {"name": v.name},
+                        "value": _value(v)})
+    return {
+        "name": connector.__class__.__module__ + "." + connector.__class__.__qualname__
+        if connector else cls_name,
+        "error_count": sum(len(v.errors) for v in values),
+        "groups": definition.groups(),
+        "configs": configs,
+    }
+
+
+def raise_if_invalid(result: dict[str, Any]) -> None:
+    if not result["error_count"]:
+        return
+    errors = {c["value"]["name"]: c["value"]["errors"] for c in result["configs"]
+              if c["value"]["errors"]}
+    lines = [f"{k}: {m}" for k, ms in errors.items() for m in ms]
+    raise ValidationError(
+        f"Connector configuration is invalid and contains the following "
+        f"{result['error_count']} error(s):\n" + "\n".join(lines)
+        + "\nYou can also find the above list of errors at the endpoint "
+          "`/connector-plugins/{connectorType}/config/validate`", errors)

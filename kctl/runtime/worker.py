@@ -1,0 +1,364 @@
+"""The Worker runs connectors and tasks on one process; herders decide what it runs.
+
+It owns the process-wide resources: the transport, the plugin registry, the one
+SparkSession (created lazily by the SparkEngine) and the offset store.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import traceback
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kctl.api.connector import Connector, SinkConnector, SinkTask, SourceTask
+from kctl.api.converter import Converter
+from kctl.errors import ConfigError, ConnectError
+from kctl.runtime import connector_config as cc
+from kctl.runtime.errors import (
+    DeadLetterQueueReporter,
+    ErrorReporter,
+    LogReporter,
+    operator_from_config,
+)
+from kctl.runtime.plugins import Plugins
+from kctl.runtime.states import State, TargetState
+from kctl.runtime.tasks import StatusListener, TaskId, WorkerSinkTask, WorkerSourceTask, WorkerTask
+from kctl.runtime.worker_config import WorkerConfig
+from kctl.transport.base import TopicSpec, Transport
+
+log = logging.getLogger("kctl.worker")
+
+
+class ConnectorListener(StatusListener):
+    def on_connector_state(self, name: str, state: State, trace: str | None = None) -> None: ...
+
+
+class _ConnectorContext:
+    def __init__(self, worker: Worker, name: str, on_reconfigure: Callable[[str], None]):
+        self._worker = worker
+        self._name = name
+        self._on_reconfigure = on_reconfigure
+
+    def request_task_reconfiguration(self) -> None:
+        self._on_reconfigure(self._name)
+
+    def raise_error(self, error: BaseException) -> None:
+        self._worker.status.on_connector_state(self._name, State.FAILED,
+                                               "".join(traceback.format_exception(error)))
+
+    @property
+    def offset_storage_reader(self) -> Any:
+        return self._worker.offset_reader(self._name)
+
+    def spark(self) -> Any:
+        return self._worker.spark.spark()
+
+
+class WorkerConnector:
+    def __init__(self, name: str, connector: Connector, config: dict[str, str]):
+        self.name = name
+        self.connector = connector
+        self.config = config
+        self.started = False
+
+    @property
+    def is_sink(self) -> bool:
+        return isinstance(self.connector, SinkConnector)
+
+
+class Worker:
+    def __init__(
+        self,
+        config: WorkerConfig,
+        *,
+        worker_id: str,
+        transport: Transport,
+        offset_store: Any,
+        status: ConnectorListener,
+        plugins: Plugins,
+        spark: Any,
+    ):
+        self.config = config
+        self.worker_id = worker_id
+        self.transport = transport
+        self.offset_store = offset_store
+        self.status = status
+        self.plugins = plugins
+        self.spark = spark
+        self.connectors: dict[str, WorkerConnector] = {}
+        self.tasks: dict[TaskId, WorkerTask] = {}
+        self._lock = threading.RLock()
+        self._admin = transport.admin()
+
+    # -- offsets ---------------------------------------------------------------------------
+    def offset_reader(self, connector: str) -> Any:
+        from kctl.storage.offsets import OffsetStorageReaderImpl
+
+        return OffsetStorageReaderImpl(self.offset_store, connector)
+
+    def offset_writer(self, connector: str) -> Any:
+        from kctl.storage.offsets import OffsetStorageWriter
+
+        return OffsetStorageWriter(self.offset_store, connector)
+
+    # -- connectors --------------------------------------------------------------------------
+    def start_connector(self, name: str, config: dict[str, str], target: TargetState,
+                        on_reconfigure: Callable[[str], None]) -> bool:
+        """Instantiate and (unless STOPPED) start; failures become FAILED, never raise."""
+        with self._lock:
+            if name in self.connectors:
+                raise ConnectError(f"Connector {name} is already running on this worker")
+            try:
+                connector = self.plugins.new_connector(config.get("connector.class", ""))
+                wc = WorkerConnector(name, connector, config)
+                connector.initialize(_ConnectorContext(self, name, on_reconfigure))
+                self.connectors[name] = wc
+                if target is not TargetState.STOPPED:
+                    connector.start(config)
+                    wc.started = True
+            except Exception as e:
+                log.error("Connector %s failed to start: %s", name, e, exc_info=e)
+                self.status.on_connector_state(name, State.FAILED,
+                                               "".join(traceback.format_exception(e)))
+                return False
+            state = {TargetState.STARTED: State.RUNNING, TargetState.PAUSED: State.PAUSED,
+                     TargetState.STOPPED: State.STOPPED}[target]
+            self.status.on_connector_state(name, state)
+            return True
+
+    def is_running(self, name: str) -> bool:
+        wc = self.connectors.get(name)
+        return wc is not None and wc.started
+
+    def connector_task_configs(self, name: str, max_tasks: int) -> list[dict[str, str]]:
+        wc = self.connectors[name]
+        configs = wc.connector.task_configs(max_tasks)
+        if len(configs) > max_tasks:
+            raise ConnectError(
+                f"Connector {name} produced {len(configs)} task configs, more than tasks.max={max_tasks}")
+        task_class = wc.connector.task_class()
+        result = []
+        for tc in configs:
+            merged = {**cc.as_strings(tc), "task.class": f"{task_class.__module__}.{task_class.__qualname__}"}
+            if wc.is_sink:
+                for k in ("topics", "topics.regex"):
+                    if k in wc.config:
+                        merged.setdefault(k, wc.config[k])
+            result.append(merged)
+        return result
+
+    def stop_connector(self, name: str) -> None:
+        with self._lock:
+            wc = self.connectors.pop(name, None)
+        if wc is None:
+            return
+        if wc.started:
+            try:
+                wc.connector.stop()
+            except Exception as e:
+                log.warning("Connector %s failed to stop cleanly: %s", name, e)
+
+    def set_connector_target(self, name: str, target: TargetState) -> None:
+        wc = self.connectors.get(name)
+        if wc is None:
+            return
+        if target is TargetState.STOPPED:
+            if wc.started:
+                try:
+                    wc.connector.stop()
+                finally:
+                    wc.started = False
+            self.status.on_connector_state(name, State.STOPPED)
+            return
+        if not wc.started:
+            try:
+                wc.connector.start(wc.config)
+                wc.started = True
+            except Exception as e:
+                self.status.on_connector_state(name, State.FAILED,
+                                               "".join(traceback.format_exception(e)))
+                return
+        self.status.on_connector_state(
+            name, State.PAUSED if target is TargetState.PAUSED else State.RUNNING)
+
+    # -- tasks -------------------------------------------------------------------------------
+    def _converter(self, config: Mapping[str, str], which: str) -> Converter:
+        from kctl.runtime.converters import load_converter
+
+        name = config.get(which) or self.config.get_str(which)
+        prefix = which + "."
+        configs = {**self.config.with_prefix(prefix),
+                   **{k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)}}
+        return load_converter(name, configs, which == "key.converter")
+
+    def _transforms(self, config: Mapping[str, str]) -> Any:
+        if not config.get("transforms"):
+            return None
+        from kctl.transforms.chain import TransformationChain
+
+        return TransformationChain.from_config(config)
+
+    def _reporters(self, name: str, parsed: Mapping[str, Any],
+                   key_conv: Converter, value_conv: Converter) -> list[ErrorReporter]:
+        reporters: list[ErrorReporter] = []
+        if parsed["errors.log.enable"]:
+            reporters.append(LogReporter(parsed["errors.log.include.messages"]))
+        dlq = parsed["errors.deadletterqueue.topic.name"]
+        if dlq:
+            self.ensure_topic(dlq, replication=int(parsed["errors.deadletterqueue.topic.replication.factor"]))
+            def encode(r: Any) -> tuple[bytes | None, bytes | None]:
+                return (key_conv.from_connect_data(r.topic, r.key_schema, r.key),
+                        value_conv.from_connect_data(r.topic, r.value_schema, r.value))
+
+            reporters.append(DeadLetterQueueReporter(
+                self.transport.producer(self.config.with_prefix("producer.")), dlq,
+                context_headers=parsed["errors.deadletterqueue.context.headers.enable"],
+                encode_source=encode))
+        return reporters
+
+    def ensure_topic(self, topic: str, *, replication: int | None = None) -> None:
+        if topic in self._admin.list_topics():
+            return
+        self._admin.create_topics([TopicSpec(
+            topic, self.config.get_int("topic.creation.default.partitions"),
+            replication if replication is not None else
+            self.config.get_int("topic.creation.default.replication.factor"))])
+
+    def start_task(self, task_id: TaskId, connector_config: dict[str, str],
+                   task_config: dict[str, str], target: TargetState) -> bool:
+        with self._lock:
+            if task_id in self.tasks:
+                raise ConnectError(f"Task {task_id} is already running on this worker")
+            try:
+                wt = self._build_task(task_id, connector_config, task_config, target)
+            except Exception as e:
+                log.error("Task %s failed to build: %s", task_id, e, exc_info=e)
+                self.status.on_task_state(task_id, State.FAILED,
+                                          "".join(traceback.format_exception(e)))
+                return False
+            self.tasks[task_id] = wt
+            wt.start()
+            return True
+
+    def _build_task(self, task_id: TaskId, connector_config: dict[str, str],
+                    task_config: dict[str, str], target: TargetState) -> WorkerTask:
+        plugin = self.plugins.connector_plugin(connector_config.get("connector.class", ""))
+        task_class_name = task_config.get("task.class")
+        connector = plugin.cls()
+        task_cls = connector.task_class()
+        if task_class_name and task_class_name != f"{task_cls.__module__}.{task_cls.__qualname__}":
+            raise ConfigError(f"Task class {task_class_name} does not match the connector's")
+        is_sink = issubclass(task_cls, SinkTask)
+        parsed = cc.connector_def(is_sink).parse(connector_config)
+        key_conv = self._converter(connector_config, "key.converter")
+        value_conv = self._converter(connector_config, "value.converter")
+        transforms = self._transforms(connector_config)
+        reporters = self._reporters(task_id.connector, parsed, key_conv, value_conv)
+        holder: list[WorkerTask] = []
+        operator = operator_from_config(parsed, connector=task_id.connector, task=task_id.task,
+                                        reporters=reporters,
+                                        should_stop=lambda: bool(holder) and holder[0].stopping)
+        common = dict(status=self.status, key_converter=key_conv, value_converter=value_conv,
+                      transforms=transforms, operator=operator, spark=self.spark,
+                      paused=target is TargetState.PAUSED,
+                      commit_interval_ms=self.config.get_int("offset.flush.interval.ms"))
+        wt: WorkerTask
+        if is_sink:
+            topics = list(parsed["topics"])
+            for t in topics:
+                self.ensure_topic(t)
+            consumer_conf = {**self.config.with_prefix("consumer."),
+                             **{k[len("consumer.override."):]: v for k, v in connector_config.items()
+                                if k.startswith("consumer.override.")}}
+            wt = WorkerSinkTask(
+                task_id, task_cls(), task_config,
+                consumer=self.transport.consumer(f"connect-{task_id.connector}", consumer_conf),
+                topics=topics, topics_regex=parsed["topics.regex"] or None,
+                list_topics=lambda: list(self._admin.list_topics()),
+                max_poll_records=parsed["consumer.max.poll.records"],
+                has_reporters=bool(reporters), **common)
+            for t in topics:
+                self.status.on_topic_used(task_id.connector, t)
+        else:
+            assert issubclass(task_cls, SourceTask)
+            producer_conf = {**self.config.with_prefix("producer."),
+                             **{k[len("producer.override."):]: v for k, v in connector_config.items()
+                                if k.startswith("producer.override.")}}
+
+            def ensure(topic: str, connector: str = task_id.connector) -> None:
+                self.ensure_topic(topic)
+                self.status.on_topic_used(connector, topic)
+
+            wt = WorkerSourceTask(
+                task_id, task_cls(), task_config,
+                producer=self.transport.producer(producer_conf),
+                offset_reader=self.offset_reader(task_id.connector),
+                offset_writer=self.offset_writer(task_id.connector),
+                commit_timeout_ms=self.config.get_int("offset.flush.timeout.ms"),
+                ensure_topic=ensure,
+                partition_count=lambda t: self._admin.list_topics().get(t, 1),
+                exactly_once=self.config.get_str("exactly.once.source.support") == "enabled",
+                log_reader=lambda: self.transport.consumer(None, {"kctl.passive": "true"}),
+                stored_offsets=lambda c=task_id.connector: self._stored_offsets(c),
+                **common)
+        holder.append(wt)
+        return wt
+
+    def source_replayer(self, connector_config: Mapping[str, str]) -> Callable[..., Any]:
+        """Decode a source DLQ record and send it through the connector's current transforms."""
+        from kctl.api.records import SourceRecord
+        from kctl.transport.base import ProducerRecord
+
+        kc = self._converter(connector_config, "key.converter")
+        vc = self._converter(connector_config, "value.converter")
+        transforms = self._transforms(connector_config)
+
+        def resend(rec: Any, topic: str) -> ProducerRecord | None:
+            key = kc.to_connect_data(topic, rec.key)
+            value = vc.to_connect_data(topic, rec.value)
+            sr = SourceRecord(topic, None, key.schema, key.value, value.schema, value.value)
+            if transforms is not None:
+                sr = transforms.apply(sr)
+                if sr is None:
+                    return None
+            self.ensure_topic(sr.topic)
+            return ProducerRecord(sr.topic, vc.from_connect_data(sr.topic, sr.value_schema, sr.value),
+                                  kc.from_connect_data(sr.topic, sr.key_schema, sr.key),
+                                  sr.kafka_partition)
+
+        return resend
+
+    def _stored_offsets(self, connector: str) -> list[tuple[dict, dict | None]]:
+        from kctl.storage.offsets import list_connector_offsets
+
+        return list_connector_offsets(self.offset_store, connector)
+
+    def set_task_target(self, task_id: TaskId, target: TargetState) -> None:
+        wt = self.tasks.get(task_id)
+        if wt is None:
+            return
+        if target is TargetState.PAUSED:
+            wt.pause()
+        else:
+            wt.resume()
+
+    def stop_tasks(self, ids: list[TaskId]) -> None:
+        """Signal all, then wait for all, so stopping many tasks costs one timeout, not N."""
+        with self._lock:
+            tasks = [(i, self.tasks.pop(i)) for i in ids if i in self.tasks]
+        for _, t in tasks:
+            t.stop()
+        timeout = self.config.get_int("task.shutdown.graceful.timeout.ms") / 1000
+        for tid, t in tasks:
+            if not t.join(timeout):
+                log.error("Task %s did not stop within %.1fs; abandoning its thread", tid, timeout)
+
+    def tasks_of(self, connector: str) -> list[TaskId]:
+        return sorted(t for t in self.tasks if t.connector == connector)
+
+    def stop(self) -> None:
+        self.stop_tasks(list(self.tasks))
+        for name in list(self.connectors):
+            self.stop_connector(name)

@@ -1,0 +1,206 @@
+"""The worker's configuration: Kafka Connect's key names, from YAML or .properties.
+
+Unknown or invalid keys stop the worker before it starts, with the key, the file and the
+expected form in the message: a half-configured worker is worse than none.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kctl.api.config import AbstractConfig, ConfigDef, ConfigType, Importance, Range, ValidString
+from kctl.errors import ConfigError, ValidationError
+
+DEFAULT_STATE_DIR = os.environ.get("KCTL_STATE_DIR", str(Path.home() / ".kctl" / "state"))
+
+# Keys under these prefixes pass through to the component that owns them.
+PASS_THROUGH_PREFIXES = (
+    "spark.", "producer.", "consumer.", "admin.",
+    "key.converter.", "value.converter.", "header.converter.",
+)
+
+WORKER_CONFIG = (
+    ConfigDef()
+    .define("bootstrap.servers", ConfigType.LIST, [], None, Importance.HIGH,
+            "Kafka brokers (host:port,...). Empty: the embedded durable log under state.dir.",
+            group="Common")
+    .define("group.id", ConfigType.STRING, None, None, Importance.HIGH,
+            "Worker group for distributed mode (not used by a standalone worker).",
+            group="Common")
+    .define("state.dir", ConfigType.STRING, DEFAULT_STATE_DIR, None, Importance.HIGH,
+            "One directory for all embedded state: the log, offsets, configs and statuses.",
+            group="Common")
+    .define("listeners", ConfigType.LIST, ["http://127.0.0.1:8083"], None, Importance.HIGH,
+            "Where the REST API listens (http://host:port). Port 0 picks a free port.",
+            group="REST")
+    .define("worker.id", ConfigType.STRING, None, None, Importance.LOW,
+            "Worker id shown in statuses; default host:port of the REST listener.",
+            group="Common")
+    .define("offset.flush.interval.ms", ConfigType.LONG, 10000, Range.at_least(0),
+            Importance.LOW, "How often source offsets and sink consumer offsets are committed.",
+            group="Offsets")
+    .define("offset.flush.timeout.ms", ConfigType.LONG, 5000, Range.at_least(0),
+            Importance.LOW, "How long a commit may wait for outstanding records.",
+            group="Offsets")
+    .define("task.shutdown.graceful.timeout.ms", ConfigType.LONG, 5000, Range.at_least(0),
+            Importance.LOW, "How long stopping waits for a task before abandoning its thread.",
+            group="Tasks")
+    .define("plugin.path", ConfigType.LIST, [], None, Importance.LOW,
+            "Directories with Python modules that define connectors or transforms.",
+            group="Plugins")
+    .define("key.converter", ConfigType.STRING, "JsonConverter", None, Importance.LOW,
+            "Converter for record keys (JsonConverter, StringConverter, ByteArrayConverter or a "
+            "dotted path). Its own keys use the key.converter. prefix.", group="Converters")
+    .define("value.converter", ConfigType.STRING, "JsonConverter", None, Importance.LOW,
+            "Converter for record values.", group="Converters")
+    .define("spark.master", ConfigType.STRING, "local[*]", None, Importance.MEDIUM,
+            "Spark master: local[N], spark://host:port or sc://host:port (Spark Connect). "
+            "Every other spark.* key is passed to Spark.", group="Spark")
+    .define("topic.creation.default.partitions", ConfigType.INT, 1, Range.at_least(1),
+            Importance.LOW, "Partitions of topics created when missing.", group="Topics")
+    .define("topic.creation.default.replication.factor", ConfigType.SHORT, 1,
+            Range.at_least(-1), Importance.LOW,
+            "Replication factor of topics created when missing (-1: broker default).",
+            group="Topics")
+    .define("log.fsync", ConfigType.BOOLEAN, False, None, Importance.LOW,
+            "fsync the embedded log before acknowledging (survives power loss, not only kill -9).",
+            group="Common")
+    .define("exactly.once.source.support", ConfigType.STRING, "enabled",
+            ValidString.in_("enabled", "disabled"), Importance.MEDIUM,
+            "enabled: source records carry their source position, and a restarted task resumes "
+            "after what the log really holds, so a crash never duplicates source records.",
+            group="Exactly once")
+    .define("connect.protocol", ConfigType.STRING, "sessioned",
+            ValidString.in_("eager", "default", "compatible", "sessioned"), Importance.LOW,
+            "Rebalance protocol for distributed workers.", group="Distributed")
+    .define("scheduled.rebalance.max.delay.ms", ConfigType.INT, 300000, Range.at_least(0),
+            Importance.LOW, "How long lost work waits for its worker to return (distributed).",
+            group="Distributed")
+)
+
+
+def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """YAML may nest (`spark: {master: ...}`); Kafka names are dotted."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping) and not key.endswith(".override"):
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java .properties: key=value or key: value, # and ! comments, \\ continuations."""
+    props: dict[str, str] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        while line.endswith("\\") and i < len(lines):
+            line = line[:-1] + lines[i].strip()
+            i += 1
+        sep = min((p for p in (line.find("="), line.find(":")) if p >= 0), default=-1)
+        if sep < 0:
+            key, value = line, ""
+        else:
+            key, value = line[:sep].strip(), line[sep + 1:].strip()
+        props[key] = value
+    return props
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """Read YAML, JSON or .properties into a flat dict of dotted keys."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {p}: {e.strerror}", source=str(p)) from e
+    if p.suffix in (".properties", ".conf"):
+        return parse_properties(text)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{p}: not valid YAML: {e}", source=str(p)) from e
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{p}: expected a mapping of config keys, got {type(data).__name__}",
+                          source=str(p))
+    return _flatten(data)
+
+
+class WorkerConfig(AbstractConfig):
+    def __init__(self, props: Mapping[str, Any], source: str = "<worker config>"):
+        self.source = source
+        known = set(WORKER_CONFIG.names())
+        for key in props:
+            if key not in known and not key.startswith(PASS_THROUGH_PREFIXES):
+                close = difflib.get_close_matches(key, sorted(known), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ConfigError(
+                    f"{source}: unknown worker config key {key!r}{hint}; expected one of the "
+                    f"keys in the README's worker table or a {', '.join(PASS_THROUGH_PREFIXES)} "
+                    "pass-through key", key=key, source=source)
+        try:
+            super().__init__(WORKER_CONFIG, {k: v for k, v in props.items() if k in known})
+        except ValidationError as e:
+            key, msgs = next(iter(e.errors.items()))
+            raise ConfigError(f"{source}: {msgs[0]}", key=key, source=source) from e
+        self.originals = dict(props)  # pass-through keys (spark.*, producer.*, ...) included
+        for url in self.get_list("listeners"):
+            parse_listener(url, source)
+
+    @classmethod
+    def from_file(cls, path: str | Path | None) -> WorkerConfig:
+        if path is None:
+            return cls({}, "<embedded defaults>")
+        return cls(load_config_file(path), str(path))
+
+    @property
+    def embedded(self) -> bool:
+        return not self.get_list("bootstrap.servers")
+
+    @property
+    def state_dir(self) -> Path:
+        return Path(os.path.expanduser(self.get_str("state.dir")))
+
+    def with_prefix(self, prefix: str) -> dict[str, Any]:
+        return {k[len(prefix):]: v for k, v in self.originals.items() if k.startswith(prefix)}
+
+    def spark_conf(self) -> dict[str, str]:
+        conf = {k: str(v) for k, v in self.originals.items() if k.startswith("spark.")}
+        conf["spark.master"] = self.get_str("spark.master")
+        return conf
+
+    def listener(self) -> tuple[str, int]:
+        return parse_listener(self.get_list("listeners")[0], self.source)
+
+    def worker_id(self, port: int) -> str:
+        wid = self.get("worker.id")
+        if wid:
+            return wid
+        host, _ = self.listener()
+        return f"{host if host not in ('0.0.0.0', '') else socket.gethostname()}:{port}"
+
+
+def parse_listener(url: str, source: str) -> tuple[str, int]:
+    from urllib.parse import urlparse
+
+    u = urlparse(url)
+    if u.scheme != "http" or not u.hostname or u.port is None:
+        raise ConfigError(
+            f"{source}: invalid listeners value {url!r}; expected http://HOST:PORT "
+            "(https is not supported yet)", key="listeners", source=source)
+    return u.hostname, u.port

@@ -1,0 +1,1 @@
+"""kctl.storage."""

@@ -1,0 +1,160 @@
+"""The transport interface: what the runtime needs from a log, shaped after Kafka's clients.
+
+Two implementations sit behind it: the embedded durable log (standalone, no server) and
+Kafka through confluent-kafka. The runtime never knows which one it talks to.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kctl.api.records import RecordMetadata, TopicPartition
+
+HeaderList = tuple[tuple[str, bytes | None], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerRecord:
+    topic: str
+    value: bytes | None
+    key: bytes | None = None
+    partition: int | None = None  # None: hash of key (murmur2 like Kafka), or round robin
+    headers: HeaderList = ()
+    timestamp: int | None = None  # ms; None: the transport's clock
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """A record as stored in a topic partition."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: HeaderList = ()
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+DeliveryCallback = Callable[[RecordMetadata | None, BaseException | None], None]
+"""Called once per record: (metadata, None) when acknowledged, (None, error) when not."""
+
+RebalanceCallback = Callable[[list[TopicPartition]], None]
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int = 1
+    replication_factor: int = 1
+    config: Mapping[str, str] = field(default_factory=dict)  # e.g. {"cleanup.policy": "compact"}
+
+
+class Producer(ABC):
+    @abstractmethod
+    def send(self, record: ProducerRecord, on_delivery: DeliveryCallback | None = None) -> None:
+        """Queue a record; the callback fires from poll() or flush(), never before send returns."""
+
+    def send_many(self, records: Sequence[ProducerRecord],
+                  on_delivery: DeliveryCallback | None = None) -> None:
+        for r in records:
+            self.send(r, on_delivery)
+
+    @abstractmethod
+    def poll(self, timeout: float = 0.0) -> int:
+        """Serve delivery callbacks; returns how many fired."""
+
+    @abstractmethod
+    def flush(self, timeout: float | None = None) -> int:
+        """Wait until every queued record is acknowledged or failed; returns how many remain."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+class Consumer(ABC):
+    """One consumer; `subscribe` joins a group whose partitions are shared by its members."""
+
+    @abstractmethod
+    def subscribe(self, topics: Sequence[str], *, on_assign: RebalanceCallback | None = None,
+                  on_revoke: RebalanceCallback | None = None) -> None: ...
+
+    @abstractmethod
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        """Manual assignment, no group (e.g. reading a compacted store topic)."""
+
+    @abstractmethod
+    def assignment(self) -> set[TopicPartition]: ...
+
+    @abstractmethod
+    def poll_batch(self, max_records: int, timeout: float) -> list[LogRecord]:
+        """Up to max_records from the assigned, unpaused partitions; rebalance callbacks run here."""
+
+    @abstractmethod
+    def seek(self, tp: TopicPartition, offset: int) -> None: ...
+
+    @abstractmethod
+    def position(self, tp: TopicPartition) -> int: ...
+
+    @abstractmethod
+    def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]: ...
+
+    @abstractmethod
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Synchronously commit next-offsets-to-read for the group."""
+
+    @abstractmethod
+    def pause(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+    @abstractmethod
+    def resume(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+    @abstractmethod
+    def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]: ...
+
+    @abstractmethod
+    def close(self) -> None:
+        """Leave the group (its partitions go to the remaining members)."""
+
+
+class Admin(ABC):
+    @abstractmethod
+    def create_topics(self, specs: Sequence[TopicSpec], *, exist_ok: bool = True) -> None: ...
+
+    @abstractmethod
+    def list_topics(self) -> dict[str, int]:
+        """Topic name -> partition count."""
+
+    @abstractmethod
+    def delete_topics(self, names: Sequence[str]) -> None: ...
+
+    def describe_groups(self, group_ids: Sequence[str]) -> dict[str, Any]:
+        return {}
+
+    def delete_group_offsets(self, group_id: str, partitions: Sequence[TopicPartition]) -> None:
+        raise NotImplementedError
+
+
+class Transport(ABC):
+    """A factory of clients for one log (the embedded one, or one Kafka cluster)."""
+
+    name: str
+
+    @abstractmethod
+    def producer(self, config: Mapping[str, Any] | None = None) -> Producer: ...
+
+    @abstractmethod
+    def consumer(self, group_id: str | None, config: Mapping[str, Any] | None = None) -> Consumer: ...
+
+    @abstractmethod
+    def admin(self) -> Admin: ...
+
+    @abstractmethod
+    def close(self) -> None: ...

@@ -1,0 +1,280 @@
+"""Kafka as the worker's transport, through confluent-kafka (librdkafka).
+
+Producers are idempotent with acks=all; sink consumers join the connector's group
+(`connect-<name>`), never auto-commit, and commit only what the sink has flushed.
+User settings pass through (`producer.*`, `consumer.*`, `*.override.*`) on top of these.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_INVALID,
+    KafkaError,
+    KafkaException,
+)
+from confluent_kafka import Consumer as KConsumer
+from confluent_kafka import Producer as KProducer
+from confluent_kafka import (
+    TopicPartition as KTP,
+)
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kctl.api.records import RecordMetadata, TopicPartition
+from kctl.errors import TransportError
+from kctl.transport.base import (
+    Admin,
+    Consumer,
+    DeliveryCallback,
+    LogRecord,
+    Producer,
+    ProducerRecord,
+    RebalanceCallback,
+    TopicSpec,
+    Transport,
+)
+
+PRODUCER_DEFAULTS = {
+    "enable.idempotence": True,
+    "acks": "all",
+    "linger.ms": 20,
+    "batch.size": 1_000_000,
+    "compression.type": "lz4",
+}
+CONSUMER_DEFAULTS = {
+    "enable.auto.commit": False,
+    "auto.offset.reset": "earliest",
+    "enable.partition.eof": False,
+    "fetch.wait.max.ms": 50,
+    "session.timeout.ms": 10000,
+    "heartbeat.interval.ms": 1000,
+    "partition.assignment.strategy": "cooperative-sticky",
+}
+# kctl-only keys that must not reach librdkafka.
+_PRIVATE = ("kctl.",)
+
+
+def _clean(conf: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in conf.items() if not k.startswith(_PRIVATE)}
+
+
+def _tp(ktp: KTP) -> TopicPartition:
+    return TopicPartition(ktp.topic, ktp.partition)
+
+
+class KafkaProducer(Producer):
+    def __init__(self, conf: Mapping[str, Any]):
+        self._p = KProducer(conf)
+
+    def send(self, record: ProducerRecord, on_delivery: DeliveryCallback | None = None) -> None:
+        def cb(err: KafkaError | None, msg: Any) -> None:
+            if on_delivery is None:
+                return
+            if err is not None:
+                on_delivery(None, TransportError(f"produce to {record.topic} failed: {err.str()}"))
+            else:
+                ts = msg.timestamp()[1]
+                on_delivery(RecordMetadata(msg.topic(), msg.partition(), msg.offset(), ts), None)
+
+        kwargs: dict[str, Any] = {"value": record.value, "key": record.key, "on_delivery": cb}
+        if record.partition is not None:
+            kwargs["partition"] = record.partition
+        if record.headers:
+            kwargs["headers"] = list(record.headers)
+        if record.timestamp is not None:
+            kwargs["timestamp"] = record.timestamp
+        while True:
+            try:
+                self._p.produce(record.topic, **kwargs)
+                return
+            except BufferError:  # local queue full: serve callbacks, then try again
+                self._p.poll(0.1)
+            except KafkaException as e:
+                raise TransportError(f"produce to {record.topic} failed: {e}") from e
+
+    def poll(self, timeout: float = 0.0) -> int:
+        return self._p.poll(timeout)
+
+    def flush(self, timeout: float | None = None) -> int:
+        return self._p.flush(-1 if timeout is None else timeout)
+
+    def close(self) -> None:
+        self._p.flush(10)
+
+
+class KafkaConsumer(Consumer):
+    def __init__(self, conf: Mapping[str, Any]):
+        self._c = KConsumer(conf)
+        self._lock = threading.Lock()
+        self._assignment: set[TopicPartition] = set()
+        self._closed = False
+
+    def subscribe(self, topics: Sequence[str], *, on_assign: RebalanceCallback | None = None,
+                  on_revoke: RebalanceCallback | None = None) -> None:
+        def assigned(consumer: Any, parts: list[KTP]) -> None:
+            tps = [_tp(p) for p in parts]
+            self._assignment |= set(tps)
+            if on_assign:
+                on_assign(tps)
+
+        def revoked(consumer: Any, parts: list[KTP]) -> None:
+            tps = [_tp(p) for p in parts]
+            if on_revoke:
+                on_revoke(tps)
+            self._assignment -= set(tps)
+
+        self._c.subscribe(list(topics), on_assign=assigned, on_revoke=revoked, on_lost=revoked)
+
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        self._assignment = set(partitions)
+        self._c.assign([KTP(p.topic, p.partition, OFFSET_BEGINNING) for p in partitions])
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._assignment)
+
+    def poll_batch(self, max_records: int, timeout: float) -> list[LogRecord]:
+        msgs = self._c.consume(max_records, timeout)
+        out: list[LogRecord] = []
+        for m in msgs:
+            err = m.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise TransportError(f"consume failed: {err.str()}")
+            out.append(LogRecord(m.topic(), m.partition(), m.offset(), m.timestamp()[1],
+                                 m.key(), m.value(), tuple(m.headers() or ())))
+        return out
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._c.seek(KTP(tp.topic, tp.partition, offset))
+
+    def position(self, tp: TopicPartition) -> int:
+        pos = self._c.position([KTP(tp.topic, tp.partition)])[0].offset
+        if pos >= 0:
+            return pos
+        committed = self._c.committed([KTP(tp.topic, tp.partition)], timeout=10)[0].offset
+        return committed if committed >= 0 else 0
+
+    def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        parts = [KTP(p.topic, p.partition) for p in partitions]
+        if not parts:
+            return {}
+        res = self._c.committed(parts, timeout=10)
+        return {_tp(r): (r.offset if r.offset != OFFSET_INVALID and r.offset >= 0 else None)
+                for r in res}
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        if not offsets:
+            return
+        parts = [KTP(tp.topic, tp.partition, off) for tp, off in offsets.items()]
+        try:
+            self._c.commit(offsets=parts, asynchronous=False)
+        except KafkaException as e:
+            raise TransportError(f"offset commit failed: {e}") from e
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        parts = [KTP(p.topic, p.partition) for p in partitions]
+        if parts:
+            self._c.pause(parts)
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        parts = [KTP(p.topic, p.partition) for p in partitions]
+        if parts:
+            self._c.resume(parts)
+
+    def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        out = {}
+        for p in partitions:
+            _, high = self._c.get_watermark_offsets(KTP(p.topic, p.partition), timeout=10,
+                                                    cached=False)
+            out[p] = high
+        return out
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._c.close()
+
+
+class KafkaAdmin(Admin):
+    def __init__(self, conf: Mapping[str, Any]):
+        self._a = AdminClient(conf)
+        self._conf = conf
+
+    def create_topics(self, specs: Sequence[TopicSpec], *, exist_ok: bool = True) -> None:
+        if not specs:
+            return
+        new = [NewTopic(s.name, num_partitions=s.partitions,
+                        replication_factor=s.replication_factor, config=dict(s.config))
+               for s in specs]
+        for name, fut in self._a.create_topics(new, operation_timeout=30).items():
+            try:
+                fut.result(30)
+            except KafkaException as e:
+                err = e.args[0]
+                if exist_ok and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                    continue
+                raise TransportError(f"cannot create topic {name}: {err.str()}") from e
+
+    def list_topics(self) -> dict[str, int]:
+        md = self._a.list_topics(timeout=10)
+        return {name: len(t.partitions) for name, t in md.topics.items()
+                if not name.startswith("__")}
+
+    def delete_topics(self, names: Sequence[str]) -> None:
+        if not names:
+            return
+        for name, fut in self._a.delete_topics(list(names), operation_timeout=30).items():
+            try:
+                fut.result(30)
+            except KafkaException as e:
+                raise TransportError(f"cannot delete topic {name}: {e}") from e
+
+    def delete_group_offsets(self, group_id: str, partitions: Sequence[TopicPartition]) -> None:
+        # OffsetDelete is not supported by every broker (see notes); committing the
+        # beginning of each partition has the same effect for a sink that restarts.
+        c = KConsumer({**self._conf, "group.id": group_id, "enable.auto.commit": False})
+        try:
+            parts = [KTP(p.topic, p.partition, 0) for p in partitions]
+            if parts:
+                c.commit(offsets=parts, asynchronous=False)
+        finally:
+            c.close()
+
+
+class KafkaTransport(Transport):
+    name = "kafka"
+
+    def __init__(self, bootstrap_servers: Sequence[str] | str, *,
+                 admin_config: Mapping[str, Any] | None = None):
+        servers = bootstrap_servers if isinstance(bootstrap_servers, str) else ",".join(bootstrap_servers)
+        self.bootstrap = servers
+        self._base = {"bootstrap.servers": servers}
+        self._admin_conf = {**self._base, **_clean(admin_config or {})}
+        self._admin = KafkaAdmin(self._admin_conf)
+
+    @property
+    def cluster_id(self) -> str:
+        try:
+            return self._admin._a.list_topics(timeout=5).cluster_id or "kafka"
+        except KafkaException:
+            return "kafka"
+
+    def producer(self, config: Mapping[str, Any] | None = None) -> Producer:
+        return KafkaProducer({**self._base, **PRODUCER_DEFAULTS, **_clean(config or {})})
+
+    def consumer(self, group_id: str | None, config: Mapping[str, Any] | None = None) -> Consumer:
+        conf = {**self._base, **CONSUMER_DEFAULTS, **_clean(config or {})}
+        conf["group.id"] = group_id or f"kctl-reader-{uuid.uuid4().hex}"
+        return KafkaConsumer(conf)
+
+    def admin(self) -> Admin:
+        return self._admin
+
+    def close(self) -> None:
+        pass

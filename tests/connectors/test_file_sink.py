@@ -1,0 +1,230 @@
+"""FileSink stories: buffered records become files named after their offset range; in
+exactly_once mode a crash at any point leaves each record in committed output once."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from file_support import FakeClock, SinkContext
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kctl.api import OffsetAndMetadata, SchemaBuilder, SinkRecord, Struct, TopicPartition
+from kctl.api.data import INT64_SCHEMA, OPTIONAL_STRING_SCHEMA, timestamp_schema
+from kctl.connectors.file import FileSinkConnector, FileSinkTask
+from kctl.connectors.file.sink import committed_files
+
+pytestmark = pytest.mark.spark
+
+TP = TopicPartition("orders", 0)
+SCHEMA = (SchemaBuilder.struct().name("Order").field("id", INT64_SCHEMA)
+          .field("note", OPTIONAL_STRING_SCHEMA).build())
+
+
+def order(i: int) -> Struct:
+    return Struct(SCHEMA, {"id": i, "note": None if i % 3 == 0 else f"n{i}"})
+
+
+_ORDER = object()
+
+
+def rec(offset: int, value=_ORDER, tp: TopicPartition = TP) -> SinkRecord:
+    value = order(offset) if value is _ORDER else value
+    schema = value.schema if isinstance(value, Struct) else None
+    return SinkRecord(tp.topic, tp.partition, None, None, schema, value, kafka_offset=offset)
+
+
+def start_task(engine, root: Path, clock=None, **props: str):
+    props = {"topics": "orders", "path": str(root), "format": "json", **props}
+    task = FileSinkTask(clock=clock) if clock else FileSinkTask()
+    ctx = SinkContext(engine, props)
+    task.initialize(ctx)
+    task.start(props)
+    return task, ctx
+
+
+def read_json(path: str) -> list:
+    with open(path) as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def ids_in(root: Path, tp: TopicPartition = TP) -> list[int]:
+    out = []
+    for _, _, path in committed_files(str(root), tp):
+        out.extend(row["id"] for row in read_json(path))
+    return out
+
+
+def current(upto: int, tp: TopicPartition = TP) -> dict:
+    return {tp: OffsetAndMetadata(upto)}
+
+
+def test_files_rotate_by_count_and_are_named_after_their_offset_range(engine, tmp_path):
+    task, _ = start_task(engine, tmp_path, **{"flush.size": "10", "rotate.interval.ms": "-1"})
+    task.open([TP])
+    task.put([rec(i) for i in range(25)])
+    names = [os.path.basename(p) for _, _, p in committed_files(str(tmp_path), TP)]
+    assert names == ["orders+0+0+9.json", "orders+0+10+19.json"]
+    assert task.pre_commit(current(25)) == current(25)  # at_least_once: flush, then all
+    names = [os.path.basename(p) for _, _, p in committed_files(str(tmp_path), TP)]
+    assert names[-1] == "orders+0+20+24.json"
+    first = read_json(str(tmp_path / "orders" / "partition=0" / "orders+0+0+9.json"))
+    assert first[:2] == [{"id": 0}, {"id": 1, "note": "n1"}]  # Spark drops null fields
+    assert ids_in(tmp_path) == list(range(25))
+    assert not [n for n in os.listdir(tmp_path / "orders" / "partition=0") if n.startswith(".")]
+
+
+def test_files_rotate_by_time_on_the_injected_clock(engine, tmp_path):
+    clock = FakeClock()
+    task, _ = start_task(engine, tmp_path, clock, **{"flush.size": "1000",
+                                                     "rotate.interval.ms": "5000",
+                                                     "delivery.guarantee": "exactly_once"})
+    task.open([TP])
+    task.put([rec(0), rec(1)])
+    assert task.pre_commit(current(2)) == {}  # nothing committed yet: nothing to commit
+    clock.advance(6)
+    task.put([rec(2)])  # the oldest buffered record has waited long enough
+    assert ids_in(tmp_path) == [0, 1, 2]
+    assert task.pre_commit(current(3)) == current(3)
+
+
+def test_partitions_get_their_own_directories(engine, tmp_path):
+    other = TopicPartition("orders", 3)
+    task, _ = start_task(engine, tmp_path)
+    task.open([TP, other])
+    task.put([rec(0), rec(0, tp=other), rec(1, tp=other)])
+    task.flush({})
+    assert ids_in(tmp_path) == [0]
+    assert ids_in(tmp_path, other) == [0, 1]
+    assert (tmp_path / "orders" / "partition=3").is_dir()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "text"])
+def test_other_formats_round_trip(engine, tmp_path, fmt):
+    task, _ = start_task(engine, tmp_path, format=fmt)
+    task.open([TP])
+    task.put([rec(i) for i in range(5)])
+    task.flush({})
+    [(_, _, path)] = committed_files(str(tmp_path), TP)
+    if fmt == "csv":
+        with open(path) as fh:
+            rows = list(csv.DictReader(fh))
+        got = [int(r["id"]) for r in rows]
+    elif fmt == "parquet":
+        got = pq.read_table(path).column("id").to_pylist()
+    else:
+        got = [json.loads(line)["id"] for line in Path(path).read_text().splitlines()]
+    assert got == list(range(5))
+    assert path.endswith({"csv": ".csv", "parquet": ".parquet", "text": ".txt"}[fmt])
+
+
+def test_schemaless_strings_and_logical_values(engine, tmp_path):
+    import datetime as dt
+    ts = SchemaBuilder.struct().field("at", timestamp_schema()).build()
+    moment = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
+    task, _ = start_task(engine, tmp_path, format="text")
+    task.open([TP])
+    task.put([rec(0, "plain line"), rec(1, b"bytes line"), rec(2, {"a": [1, 2]}),
+              rec(3, Struct(ts, {"at": moment}))])
+    task.flush({})
+    lines = []
+    for _, _, path in committed_files(str(tmp_path), TP):
+        lines.extend(Path(path).read_text().splitlines())
+    assert lines[:3] == ["plain line", "bytes line", '{"a":[1,2]}']
+    assert json.loads(lines[3]) == {"at": "2024-05-01T12:00:00+00:00"}
+    assert [(s, e) for s, e, _ in committed_files(str(tmp_path), TP)] == [(0, 3)]
+
+
+def test_a_change_of_schema_starts_a_new_file_with_a_contiguous_range(engine, tmp_path):
+    other = SchemaBuilder.struct().field("id", INT64_SCHEMA).build()
+    task, _ = start_task(engine, tmp_path, format="parquet")
+    task.open([TP])
+    task.put([rec(0), rec(1), rec(2, Struct(other, {"id": 7})), rec(3, None), rec(4, "raw")])
+    task.flush({})
+    files = committed_files(str(tmp_path), TP)
+    assert [(s, e) for s, e, _ in files] == [(0, 1), (2, 3), (4, 4)]
+    assert pq.read_table(files[1][2]).column("id").to_pylist() == [7, None]
+    assert pq.read_table(files[2][2]).column("value").to_pylist() == ["raw"]
+
+
+def test_parquet_keeps_timestamps_typed(engine, tmp_path):
+    import datetime as dt
+    ts = SchemaBuilder.struct().field("at", timestamp_schema()).build()
+    moment = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
+    task, _ = start_task(engine, tmp_path, format="parquet")
+    task.open([TP])
+    task.put([rec(0, Struct(ts, {"at": moment}))])
+    task.flush({})
+    [(_, _, path)] = committed_files(str(tmp_path), TP)
+    assert pq.read_table(path).column("at").to_pylist()[0].timestamp() == moment.timestamp()
+
+
+def test_exactly_once_survives_a_crash_mid_write(engine, tmp_path):
+    props = {"flush.size": "10", "rotate.interval.ms": "-1", "delivery.guarantee": "exactly_once"}
+    crashed, _ = start_task(engine, tmp_path, **props)
+    crashed.open([TP])
+    crashed.put([rec(i) for i in range(15)])  # 0..9 committed, 10..14 only buffered
+    assert crashed.pre_commit(current(15)) == current(10)
+    # the crash interrupts Spark writing the next file: a partial temp dir stays behind
+    partial = tmp_path / "orders" / "partition=0" / ".tmp-deadbeef"
+    partial.mkdir()
+    (partial / "part-00000.json").write_text('{"id": 10}\n{"id": 1')
+    del crashed  # no close, no stop: the process died
+
+    task, ctx = start_task(engine, tmp_path, **props)
+    task.open([TP])
+    assert ctx.rewinds == {TP: 10}  # resume after the last committed file
+    assert not partial.exists()
+    # even if the consumer replays from further back, nothing is duplicated
+    task.put([rec(i) for i in range(3, 23)])
+    task.flush({})
+    assert ids_in(tmp_path) == list(range(23))
+    assert task.pre_commit(current(23)) == current(23)
+
+
+def test_close_drops_unwritten_records_for_the_next_owner(engine, tmp_path):
+    props = {"flush.size": "100", "rotate.interval.ms": "-1", "delivery.guarantee": "exactly_once"}
+    task, _ = start_task(engine, tmp_path, **props)
+    task.open([TP])
+    task.put([rec(0), rec(1)])
+    task.close([TP])
+    task.flush({})
+    assert committed_files(str(tmp_path), TP) == []
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(total=st.integers(1, 30), flush_size=st.integers(4, 12),
+       crashes=st.lists(st.integers(0, 30), max_size=2), replay_from=st.integers(0, 30))
+def test_property_exactly_once_output_whatever_the_crash_points(engine, tmp_path_factory, total,
+                                                                flush_size, crashes,
+                                                                replay_from):
+    """Crash after any number of puts: committed output holds offsets 0..n-1 once each."""
+    root = tmp_path_factory.mktemp("eos")
+    props = {"flush.size": str(flush_size), "rotate.interval.ms": "-1",
+             "delivery.guarantee": "exactly_once"}
+    consumer_committed = 0
+    for crash_at in [*sorted(crashes), None]:
+        task, ctx = start_task(engine, root, **props)
+        task.open([TP])
+        # the consumer may even start before where the sink asked it to
+        position = min(replay_from, ctx.rewinds.get(TP, consumer_committed))
+        end = total if crash_at is None else min(max(crash_at, position), total)
+        for i in range(position, end, 3):
+            task.put([rec(j) for j in range(i, min(i + 3, end))])
+            committed = task.pre_commit(current(min(i + 3, end)))
+            consumer_committed = committed.get(TP, OffsetAndMetadata(consumer_committed)).offset
+        if crash_at is None:
+            task.flush({})
+    assert ids_in(root) == list(range(total))
+
+
+def test_connector_gives_every_task_the_same_config():
+    conn = FileSinkConnector()
+    conn.start({"topics": "a", "path": "/tmp/out", "format": "parquet"})
+    configs = conn.task_configs(3)
+    assert len(configs) == 3 and all(c["format"] == "parquet" for c in configs)

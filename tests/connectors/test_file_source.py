@@ -1,0 +1,320 @@
+"""FileSource stories: lines and Parquet files become records, and a restart resumes at
+exactly the next line, because offsets say where each file continues."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from file_support import ConnectorContext, FakeClock, OffsetStore, SourceContext
+
+from kctl.api import DataError, SourceRecord, Struct, Type, partition_key
+from kctl.connectors.file import FileSourceConnector, FileSourceTask
+from kctl.connectors.file.source import CONFIG_DEF
+
+pytestmark = pytest.mark.spark
+
+
+def start_task(engine, store: OffsetStore, **props: str) -> FileSourceTask:
+    props = {"topic": "lines", "poll.interval.ms": "20", **props}
+    task = FileSourceTask()
+    task.initialize(SourceContext(engine, store, props))
+    task.start(props)
+    return task
+
+
+def drain(task: FileSourceTask, store: OffsetStore | None = None) -> list[SourceRecord]:
+    """Poll until a poll comes back empty; ack everything like the runtime would."""
+    out: list[SourceRecord] = []
+    while True:
+        batch = task.poll()
+        if not batch:
+            return out
+        if store is not None:
+            store.ack(batch)
+        out.extend(batch)
+
+
+def values(records: list[SourceRecord]) -> list:
+    return [r.value.to_dict() if isinstance(r.value, Struct) else r.value for r in records]
+
+
+def write(path: Path, text: str, mode: str = "w") -> Path:
+    with open(path, mode, encoding="utf-8") as fh:
+        fh.write(text)
+    return path
+
+
+# --- text ---------------------------------------------------------------------------------
+
+
+def test_text_lines_become_string_records_with_line_exact_offsets(engine, tmp_path):
+    f = write(tmp_path / "a.txt", "alpha\nbeta\r\n\ngamma\n")
+    store = OffsetStore()
+    task = start_task(engine, store, path=str(tmp_path), format="text")
+    recs = drain(task, store)
+    assert values(recs) == ["alpha", "beta", "", "gamma"]
+    assert all(r.value_schema.type is Type.STRING and r.topic == "lines" for r in recs)
+    assert recs[0].source_partition == {"filename": str(f)}
+    assert [r.source_offset["line"] for r in recs] == [1, 2, 3, 4]
+    assert recs[-1].source_offset["position"] == os.path.getsize(f)
+    assert store.batched_reads == 1  # offsets of all files were read in one call
+
+
+def test_restart_resumes_exactly_after_the_last_committed_line(engine, tmp_path):
+    lines = [f"line {i}" for i in range(50)]
+    write(tmp_path / "a.txt", "".join(x + "\n" for x in lines))
+    store = OffsetStore()
+    first = start_task(engine, store, path=str(tmp_path / "*.txt"), format="text",
+                       **{"batch.max.rows": "7"})
+    got = first.poll()
+    assert len(got) == 7
+    store.ack(got[:5])  # only five were acknowledged before the "crash"
+    first.stop()
+
+    second = start_task(engine, store, path=str(tmp_path / "*.txt"), format="text")
+    rest = drain(second, store)
+    assert values(got[:5]) + values(rest) == lines
+
+
+def test_only_complete_lines_are_read_and_appends_are_picked_up(engine, tmp_path):
+    f = write(tmp_path / "grow.txt", "one\ntw")
+    store = OffsetStore()
+    task = start_task(engine, store, path=str(f), format="text")
+    assert values(drain(task, store)) == ["one"]
+    write(f, "o\nthree\nfo", "a")
+    assert values(drain(task, store)) == ["two", "three"]
+    write(f, "ur\n", "a")
+    assert values(drain(task, store)) == ["four"]
+
+
+def test_new_files_are_discovered(engine, tmp_path):
+    write(tmp_path / "1.txt", "a\n")
+    write(tmp_path / ".hidden", "never\n")
+    task = start_task(engine, OffsetStore(), path=str(tmp_path), format="text")
+    assert values(drain(task)) == ["a"]
+    write(tmp_path / "2.txt", "b\nc\n")
+    assert values(drain(task)) == ["b", "c"]
+
+
+def test_batch_max_rows_bounds_every_poll(engine, tmp_path):
+    for n in range(3):
+        write(tmp_path / f"{n}.txt", "".join(f"{n}-{i}\n" for i in range(10)))
+    task = start_task(engine, OffsetStore(), path=str(tmp_path), format="text",
+                      **{"batch.max.rows": "4"})
+    seen = []
+    while batch := task.poll():
+        assert len(batch) <= 4
+        seen.extend(values(batch))
+    assert sorted(seen) == sorted(f"{n}-{i}" for n in range(3) for i in range(10))
+    for n in range(3):  # each file's lines stay in order
+        mine = [v for v in seen if v.startswith(f"{n}-")]
+        assert mine == [f"{n}-{i}" for i in range(10)]
+
+
+# --- json ---------------------------------------------------------------------------------
+
+
+def test_json_lines_are_parsed_by_spark_into_structs(engine, tmp_path):
+    rows = [{"id": i, "name": f"n{i}", "tags": ["x", "y"][: i % 3], "nested": {"ok": i % 2 == 0}}
+            for i in range(30)]
+    write(tmp_path / "a.json", "".join(json.dumps(r) + "\n" for r in rows))
+    store = OffsetStore()
+    task = start_task(engine, store, path=str(tmp_path), format="json")
+    recs = drain(task, store)
+    assert values(recs) == rows
+    schema = recs[0].value_schema
+    assert schema.type is Type.STRUCT
+    assert schema.field("id").schema.type is Type.INT64
+    assert schema.field("tags").schema.type is Type.ARRAY
+    assert schema.field("nested").schema.field("ok").schema.type is Type.BOOLEAN
+
+
+def test_json_with_a_given_schema(engine, tmp_path):
+    write(tmp_path / "a.json", '{"id": 1, "name": "a", "extra": 9}\n{"id": 2}\n')
+    task = start_task(engine, OffsetStore(), path=str(tmp_path), format="json",
+                      schema="id INT, name STRING")
+    recs = drain(task)
+    assert values(recs) == [{"id": 1, "name": "a"}, {"id": 2, "name": None}]
+    assert recs[0].value_schema.field("id").schema.type is Type.INT32
+
+
+def test_a_malformed_json_line_fails_the_task_naming_file_and_line(engine, tmp_path):
+    f = write(tmp_path / "bad.json", '{"id": 1}\n{"id": 2}\n{"id": oops\n{"id": 4}\n')
+    store = OffsetStore()
+    task = start_task(engine, store, path=str(tmp_path), format="json", schema="id INT")
+    good = task.poll()
+    assert values(good) == [{"id": 1}, {"id": 2}]  # what precedes the bad line still flows
+    store.ack(good)
+    with pytest.raises(DataError) as e:
+        task.poll()
+    assert str(f) in str(e.value) and "line 3" in str(e.value)
+    bad = e.value.malformed[0]
+    assert (bad.filename, bad.line, bad.text) == (str(f), 3, '{"id": oops')
+    # the committed offset stops just before the bad line: a restart meets it again
+    assert store.offset({"filename": str(f)})["line"] == 2
+
+
+class Reporter:
+    def __init__(self) -> None:
+        self.reports: list[tuple[SourceRecord, BaseException]] = []
+
+    def report(self, record: SourceRecord, error: BaseException) -> None:
+        self.reports.append((record, error))
+
+
+class ReportingContext(SourceContext):
+    def __init__(self, engine, store, configs, reporter):
+        super().__init__(engine, store, configs)
+        self.reporter = reporter
+
+    def errant_record_reporter(self) -> Reporter:
+        return self.reporter
+
+
+def test_with_an_errant_reporter_bad_lines_are_reported_in_file_order(engine, tmp_path):
+    f = write(tmp_path / "bad.json",
+              '{"id": 1}\n{"id": oops\n{"id": 3}\nnope\n{"id": 5}\n')
+    props = {"topic": "lines", "poll.interval.ms": "20", "path": str(f), "format": "json",
+             "schema": "id INT"}
+    reporter = Reporter()
+    task = FileSourceTask()
+    task.initialize(ReportingContext(engine, OffsetStore(), props, reporter))
+    task.start(props)
+    seen: list = []  # what the runtime sees, in order
+    while True:
+        before = len(reporter.reports)
+        batch = task.poll()
+        seen.extend(("bad", r.value, r.source_offset["line"]) for r, _ in reporter.reports[before:])
+        seen.extend(("ok", v, r.source_offset["line"]) for r, v in zip(batch, values(batch), strict=True))
+        if not batch and len(reporter.reports) == before:
+            break
+    assert seen == [("ok", {"id": 1}, 1), ("bad", '{"id": oops', 2), ("ok", {"id": 3}, 3),
+                    ("bad", "nope", 4), ("ok", {"id": 5}, 5)]
+    record, error = reporter.reports[0]
+    assert isinstance(error, DataError) and f"line 2 in {f}" in str(error)
+    assert record.source_partition == {"filename": str(f)} and record.topic == "lines"
+
+
+# --- csv ----------------------------------------------------------------------------------
+
+
+def test_csv_with_header_and_inferred_schema(engine, tmp_path):
+    write(tmp_path / "a.csv", "id;name;score\n1;ann;1.5\n2;bob;2.5\n")
+    store = OffsetStore()
+    task = start_task(engine, store, path=str(tmp_path), format="csv",
+                      **{"csv.delimiter": ";"})
+    recs = drain(task, store)
+    assert values(recs) == [{"id": 1, "name": "ann", "score": 1.5},
+                            {"id": 2, "name": "bob", "score": 2.5}]
+    assert [r.source_offset["line"] for r in recs] == [2, 3]  # the header is line 1
+    # a restart (schema inferred again, header read from the file) picks up new rows
+    write(tmp_path / "a.csv", "3;cy;3.5\n", "a")
+    again = start_task(engine, store, path=str(tmp_path), format="csv",
+                       **{"csv.delimiter": ";"})
+    assert values(drain(again, store)) == [{"id": 3, "name": "cy", "score": 3.5}]
+
+
+def test_a_malformed_csv_line_fails_with_file_and_line(engine, tmp_path):
+    f = write(tmp_path / "a.csv", "id,name\n1,a\nnot-a-number,b\n")
+    task = start_task(engine, OffsetStore(), path=str(f), format="csv",
+                      schema="id INT, name STRING")
+    assert values(task.poll()) == [{"id": 1, "name": "a"}]
+    with pytest.raises(DataError, match=rf"line 3 in {f}"):
+        task.poll()
+
+
+# --- parquet ------------------------------------------------------------------------------
+
+
+def test_parquet_files_are_read_whole_and_resume_by_row(engine, tmp_path):
+    table = pa.table({"id": pa.array(range(10), pa.int32()),
+                      "ts": pa.array([1_700_000_000_000_000 + i for i in range(10)],
+                                     pa.timestamp("us", tz="UTC"))})
+    pq.write_table(table, tmp_path / "a.parquet")
+    store = OffsetStore()
+    task = start_task(engine, store, path=str(tmp_path), format="parquet",
+                      **{"batch.max.rows": "4"})
+    first = task.poll()
+    assert [v["id"] for v in values(first)] == [0, 1, 2, 3]
+    store.ack(first)
+    task.stop()
+    again = start_task(engine, store, path=str(tmp_path), format="parquet")
+    rest = drain(again, store)
+    assert [v["id"] for v in values(rest)] == list(range(4, 10))
+    assert rest[-1].source_offset == {"row": 10, "complete": True}
+    assert rest[0].value_schema.field("ts").schema.name == "org.apache.kafka.connect.data.Timestamp"
+    done = start_task(engine, store, path=str(tmp_path), format="parquet")
+    assert drain(done) == []  # a complete file is never read again
+
+
+# --- splitting over tasks -----------------------------------------------------------------
+
+
+def test_files_are_split_over_tasks_and_new_files_go_to_exactly_one(engine, tmp_path):
+    for n in range(6):
+        write(tmp_path / f"f{n}.txt", f"{n}\n")
+    conn = FileSourceConnector()
+    conn.initialize(ConnectorContext(engine))
+    props = {"path": str(tmp_path), "format": "text", "topic": "t", "poll.interval.ms": "20"}
+    conn.start(props)
+    configs = conn.task_configs(3)
+    assert len(configs) == 3
+    tasks = []
+    for cfg in configs:
+        t = FileSourceTask()
+        t.initialize(SourceContext(engine, OffsetStore(), cfg))
+        t.start(cfg)
+        tasks.append(t)
+    per_task = [values(drain(t)) for t in tasks]
+    assert sorted(v for vs in per_task for v in vs) == [str(n) for n in range(6)]
+    write(tmp_path / "late.txt", "late\n")
+    later = [values(drain(t)) for t in tasks]
+    assert sorted(len(v) for v in later) == [0, 0, 1]
+    conn.stop()
+
+
+def test_fewer_files_than_tasks_asks_for_reconfiguration_when_files_appear(engine, tmp_path):
+    write(tmp_path / "only.txt", "x\n")
+    ctx = ConnectorContext(engine)
+    conn = FileSourceConnector()
+    conn.initialize(ctx)
+    conn.start({"path": str(tmp_path), "format": "text", "topic": "t", "poll.interval.ms": "1"})
+    assert len(conn.task_configs(4)) == 1
+    write(tmp_path / "second.txt", "y\n")
+    import time
+    deadline = time.monotonic() + 10
+    while ctx.reconfigurations == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    conn.stop()
+    assert ctx.reconfigurations >= 1
+    assert len(conn.task_configs(4)) == 2
+
+
+def test_config_errors_name_the_field():
+    results = {v.name: v.errors for v in CONFIG_DEF.validate(
+        {"path": "/x", "topic": "t", "format": "xml", "csv.delimiter": ";;",
+         "schema": "id"})}
+    assert results["format"] and results["csv.delimiter"] and results["schema"]
+    assert not results["path"] and not results["topic"]
+
+
+def test_scan_uses_the_injected_clock(engine, tmp_path):
+    """New files are looked for only when poll.interval.ms has passed on the task's clock."""
+    write(tmp_path / "1.txt", "a\n")
+    clock = FakeClock()
+    props = {"topic": "t", "poll.interval.ms": "60000", "path": str(tmp_path), "format": "text"}
+    task = FileSourceTask(clock=clock)
+    task.initialize(SourceContext(engine, OffsetStore(), props))
+    task.start(props)
+    assert values(task.poll()) == ["a"]
+    write(tmp_path / "2.txt", "b\n")
+    task.stop()  # makes empty polls return at once
+    assert not task.poll()
+    clock.advance(61)
+    assert values(task.poll()) == ["b"]
+    assert partition_key({"filename": str(tmp_path / "2.txt")})

@@ -1,0 +1,128 @@
+"""The SparkEngine: one session per worker, built lazily and once, torn down once."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from pyspark.sql import SparkSession
+
+from kctl.errors import ConfigError, ConnectError
+from kctl.runtime.spark import SparkEngine, master_kind
+
+
+class RecordingBuilder:
+    """Stands in for SparkSession.builder: records what the engine asks for."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+        self.session = FakeSession()
+
+    def master(self, m: str) -> RecordingBuilder:
+        self.calls.append(("master", m))
+        return self
+
+    def remote(self, url: str) -> RecordingBuilder:
+        self.calls.append(("remote", url))
+        return self
+
+    def config(self, k: str, v: str) -> RecordingBuilder:
+        self.calls.append(("config", k, v))
+        return self
+
+    def getOrCreate(self) -> FakeSession:
+        self.calls.append(("getOrCreate",))
+        time.sleep(0.05)  # widen the window a missing lock would let other threads in
+        return self.session
+
+
+class FakeSession:
+    def __init__(self) -> None:
+        self.stops = 0
+
+    def stop(self) -> None:
+        self.stops += 1
+
+
+@pytest.fixture
+def builder(monkeypatch) -> RecordingBuilder:
+    b = RecordingBuilder()
+    monkeypatch.setattr(SparkSession, "builder", b)
+    return b
+
+
+def test_nothing_starts_until_a_task_asks_and_then_only_once(builder):
+    engine = SparkEngine({"spark.master": "local[2]", "spark.sql.shuffle.partitions": "4"})
+    assert not engine.started and builder.calls == []
+    sessions = []
+    threads = [threading.Thread(target=lambda: sessions.append(engine.spark())) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(sessions) == 8 and all(s is builder.session for s in sessions)
+    assert builder.calls.count(("getOrCreate",)) == 1
+    assert ("master", "local[2]") in builder.calls
+    conf = {c[1]: c[2] for c in builder.calls if c[0] == "config"}
+    assert conf["spark.sql.shuffle.partitions"] == "4"
+    assert conf["spark.ui.showConsoleProgress"] == "false"
+    assert "spark.master" not in conf
+
+
+def test_default_master_is_all_local_cores(builder):
+    SparkEngine({}).spark()
+    assert ("master", "local[*]") in builder.calls
+
+
+def test_spark_connect_masters_use_a_remote_session_without_driver_settings(builder):
+    engine = SparkEngine({"spark.master": "sc://127.0.0.1:15002", "spark.driver.memory": "1g",
+                          "spark.sql.ansi.enabled": "true"})
+    engine.spark()
+    assert ("remote", "sc://127.0.0.1:15002") in builder.calls
+    assert not any(c[0] == "master" for c in builder.calls)
+    keys = {c[1] for c in builder.calls if c[0] == "config"}
+    assert "spark.sql.ansi.enabled" in keys and "spark.driver.memory" not in keys
+
+
+def test_standalone_cluster_master_is_passed_through(builder):
+    SparkEngine({"spark.master": "spark://10.0.0.1:7077"}).spark()
+    assert ("master", "spark://10.0.0.1:7077") in builder.calls
+
+
+def test_stop_stops_once_and_later_requests_fail(builder):
+    engine = SparkEngine({})
+    session = engine.spark()
+    engine.stop()
+    engine.stop()
+    assert session.stops == 1
+    with pytest.raises(ConnectError, match="stopped"):
+        engine.spark()
+
+
+def test_stop_without_a_session_starts_nothing(builder):
+    SparkEngine({}).stop()
+    assert builder.calls == []
+
+
+@pytest.mark.parametrize("master,kind", [("local", "local"), ("local[4]", "local"),
+                                         ("spark://h:7077", "standalone"), ("sc://h:15002", "connect")])
+def test_master_kinds(master, kind):
+    assert master_kind(master) == kind
+
+
+def test_an_unknown_master_is_a_config_error_naming_the_key():
+    with pytest.raises(ConfigError) as e:
+        SparkEngine({"spark.master": "yarn"})
+    assert e.value.key == "spark.master"
+
+
+@pytest.mark.spark
+def test_the_real_session_runs_jobs_on_arrow(engine):
+    import pyarrow as pa
+
+    spark = engine.spark()
+    assert spark is engine.spark()
+    out = spark.createDataFrame(pa.table({"x": [1, 2, 3]})).selectExpr("x * 2 AS y").toArrow()
+    assert out.column("y").to_pylist() == [2, 4, 6]
+    assert spark.conf.get("spark.ui.showConsoleProgress") == "false"

@@ -1,0 +1,181 @@
+"""Dirty files through a worker, on the embedded log and on a real broker.
+
+One json-lines file and one csv file, every tenth line malformed, flow file -> topic ->
+file through a worker process driven with the CLI. With `errors.tolerance=all` every good
+line arrives and every bad line is in the connector's dead letter queue, exactly as it was
+read, with the error headers; the source offsets move past all of them. With `none` the
+task is FAILED naming the file and line, and its offset stops before the bad line. A sink
+whose first puts fail with a retriable error is retried with backoff and loses nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from support.broker import free_port
+from support.files import committed_lines
+from support.waiting import wait_until
+from support.worker import Worker
+
+pytestmark = pytest.mark.slow
+
+LINES = 500
+BAD_EVERY = 10  # lines i with i % 10 == 7 are malformed: 10%
+
+
+@dataclass
+class Data:
+    json_file: Path
+    csv_file: Path
+    good: list[dict]  # per format, the same good values
+    bad_json: dict[int, str]  # file line number -> raw line
+    bad_csv: dict[int, str]
+
+
+def write_dirty_files(indir: Path) -> Data:
+    (indir / "json").mkdir(parents=True)
+    (indir / "csv").mkdir()
+    jf, cf = indir / "json" / "people.jsonl", indir / "csv" / "people.csv"
+    good, bad_json, bad_csv = [], {}, {}
+    with open(jf, "w") as j, open(cf, "w") as c:
+        c.write("id,name\n")
+        for i in range(LINES):
+            if i % BAD_EVERY == 7:
+                bad_json[i + 1] = line = f'{{"id": {i}, "name": '  # cut short
+                j.write(line + "\n")
+                bad_csv[i + 2] = line = f"id-{i},n{i}"  # not a number; line 1 is the header
+                c.write(line + "\n")
+            else:
+                good.append({"id": i, "name": f"n{i}"})
+                j.write(json.dumps(good[-1]) + "\n")
+                c.write(f"{i},n{i}\n")
+    return Data(jf, cf, good, bad_json, bad_csv)
+
+
+def yaml(target: Path, **settings: object) -> Path:
+    target.write_text("".join(f"{k}: {json.dumps(v) if isinstance(v, str) else v}\n"
+                            for k, v in settings.items()))
+    return target
+
+
+def read_json_lines(paths: list[Path]) -> list[dict]:
+    out = []
+    for p in paths:
+        out.extend(json.loads(line) for line in p.read_text().splitlines())
+    return out
+
+
+def sink_output(outdir: Path) -> list[dict]:
+    return [json.loads(line) for line in committed_lines(outdir)]
+
+
+@pytest.fixture(params=["embedded", "broker"])
+def transport(request):
+    if request.param == "broker":
+        return {"bootstrap.servers": request.getfixturevalue("kafka_broker").bootstrap,
+                "topic.creation.default.replication.factor": 1}
+    return {}
+
+
+def test_malformed_lines_are_dead_lettered_or_fail_the_task(tmp_path, transport, request):
+    data = write_dirty_files(tmp_path / "in")
+    p = f"dirty-{request.node.callspec.id}-"  # the broker is shared by the session
+    w = Worker(tmp_path, free_port())
+    yaml(tmp_path / "worker.yaml", **{
+        "state.dir": str(tmp_path / "state"), "listeners": w.url,
+        "offset.flush.interval.ms": 300, "spark.master": "local[1]",
+        "spark.driver.memory": "1g", **transport})
+    source = {"connector.class": "FileSource", "batch.max.rows": 120,
+              "poll.interval.ms": 200, "schema": "id BIGINT, name STRING"}
+    tolerant = {"errors.tolerance": "all", "errors.log.enable": "true",
+                "errors.deadletterqueue.context.headers.enable": "true",
+                "errors.deadletterqueue.topic.replication.factor": 1}
+    files = [
+        yaml(tmp_path / "json-all.yaml", name="json-all", **source, path=str(data.json_file),
+             format="json", topic=p + "json", **tolerant,
+             **{"errors.deadletterqueue.topic.name": p + "json-dlq"}),
+        yaml(tmp_path / "csv-all.yaml", name="csv-all", **source, path=str(data.csv_file),
+             format="csv", topic=p + "csv", **tolerant,
+             **{"errors.deadletterqueue.topic.name": p + "csv-dlq"}),
+        yaml(tmp_path / "json-none.yaml", name="json-none", **source,
+             path=str(data.json_file), format="json", topic=p + "json-none"),
+        yaml(tmp_path / "sink.yaml", name="sink", **{"connector.class": "FileSink"},
+             topics=f"{p}json,{p}csv", path=str(tmp_path / "out"), format="json",
+             **{"flush.size": 100, "rotate.interval.ms": 300}),
+        yaml(tmp_path / "retry-sink.yaml", name="retry-sink",
+             **{"connector.class": "support.sinks.JsonLinesSinkConnector",
+                "fail.first.puts": 3}, topics=f"{p}json,{p}csv",
+             path=str(tmp_path / "retry.jsonl")),
+    ]
+    w.start()
+    try:
+        for f in files:
+            w.kctl("connector", "create", str(f))
+
+        # tolerance all: every good line of both files arrives, through both sinks
+        want = sorted(data.good * 2, key=json.dumps)
+        wait_until(lambda: len(sink_output(tmp_path / "out")) >= len(want), timeout=180,
+                   interval=0.5, message="every good line in the FileSink output")
+        assert sorted(sink_output(tmp_path / "out"), key=json.dumps) == want
+        retry_file = tmp_path / "retry.jsonl"
+        wait_until(lambda: retry_file.exists() and
+                   len(retry_file.read_text().splitlines()) >= len(want), timeout=60,
+                   message="every good line through the sink that failed its first puts")
+        assert sorted(read_json_lines([retry_file]), key=json.dumps) == want
+        assert (tmp_path / "worker.log").read_text().count(
+            "Retriable put failure in retry-sink-0") == 3
+
+        # ... and every bad line is in the DLQ, as read, with the error headers
+        for name, bad, file, fmt in (("json-all", data.bad_json, data.json_file, "json"),
+                                     ("csv-all", data.bad_csv, data.csv_file, "csv")):
+            rejected = json.loads(w.kctl("dlq", "show", name, "--limit", "1000",
+                                         "-o", "json").stdout)
+            assert len(rejected) == len(bad) == LINES // BAD_EVERY
+            by_line = {}
+            for r in rejected:
+                h = r["headers"]
+                line = json.loads(h["__connect.errors.source.offset"])["line"]
+                by_line[line] = r
+                assert r["stage"] == "TASK_POLL" and r["value"] == bad[line]
+                assert r["exception"] == "kctl.errors.DataError"
+                assert f"Malformed {fmt} line {line} in {file}" in r["message"]
+                assert h["__connect.errors.connector.name"] == name
+                assert h["__connect.errors.task.id"] == "0"
+                assert h["__connect.errors.topic"] == p + name.split("-")[0]
+                assert h["__connect.errors.class.name"].endswith("FileSourceTask")
+                assert "DataError" in h["__connect.errors.exception.stacktrace"]
+                assert json.loads(h["__connect.errors.source.partition"]) == \
+                    {"filename": str(file)}
+            assert sorted(by_line) == sorted(bad)
+            table = w.kctl("dlq", "show", name).stdout
+            assert f"{len(bad)} rejected record(s)" in table and "TASK_POLL" in table
+
+        # the source offsets moved past every line, bad ones included
+        def committed_line(name: str) -> int | None:
+            offsets = json.loads(w.kctl("connector", "offsets", "get", name, "-o", "json")
+                                 .stdout)["offsets"]
+            lines = [o["offset"]["line"] for o in offsets if "filename" in o["partition"]]
+            return lines[0] if lines else None
+
+        wait_until(lambda: committed_line("json-all") == LINES, timeout=30,
+                   message="json-all offset at the last line")
+        wait_until(lambda: committed_line("csv-all") == LINES + 1, timeout=30,
+                   message="csv-all offset at the last line")
+
+        # tolerance none: FAILED naming the file and the first bad line; the offset stops
+        # just before it, so a restart meets it again
+        first_bad = min(data.bad_json)
+        st = wait_until(lambda: (s := w.status("json-none"))["tasks"] and
+                        s["tasks"][0]["state"] == "FAILED" and s, timeout=60,
+                        message="json-none FAILED")
+        trace = st["tasks"][0]["trace"]
+        assert f"Malformed json line {first_bad} in {data.json_file}" in trace, trace
+        assert "Tolerance exceeded" in trace and "TASK_POLL" in trace
+        assert committed_line("json-none") == first_bad - 1
+        for name in ("json-all", "csv-all", "sink", "retry-sink"):
+            assert [t["state"] for t in w.status(name)["tasks"]] == ["RUNNING"], name
+    finally:
+        w.stop()

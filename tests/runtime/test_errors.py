@@ -1,0 +1,99 @@
+"""Retry with backoff, then fail or skip-and-report, as KIP-298 describes."""
+
+import pytest
+
+from kctl.errors import ConnectError, RetriableError
+from kctl.runtime.errors import (
+    FAILED,
+    ErrorContext,
+    ErrorReporter,
+    RetryWithToleranceOperator,
+    Stage,
+    Tolerance,
+    error_headers,
+)
+from kctl.transport.base import LogRecord
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def time(self):
+        return self.now
+
+    def sleep(self, s):
+        self.now += s
+
+
+class Collect(ErrorReporter):
+    def __init__(self):
+        self.seen: list[ErrorContext] = []
+
+    def report(self, ctx):
+        self.seen.append(ctx)
+
+
+def flaky(n_failures, exc=RetriableError):
+    calls = {"n": 0}
+
+    def fn():
+        calls["n"] += 1
+        if calls["n"] <= n_failures:
+            raise exc("not yet")
+        return "ok"
+
+    return fn, calls
+
+
+def op(tolerance, timeout_ms, clock, reporters=()):
+    return RetryWithToleranceOperator(connector="c", task=0, retry_timeout_ms=timeout_ms,
+                                      retry_delay_max_ms=1000, tolerance=tolerance,
+                                      reporters=list(reporters), clock=clock.time,
+                                      sleep=clock.sleep)
+
+
+def test_retriable_failures_are_retried_with_growing_backoff_until_success():
+    clock = FakeClock()
+    fn, calls = flaky(3)
+    assert op(Tolerance.NONE, 60_000, clock).execute(fn, Stage.TASK_PUT, "X") == "ok"
+    assert calls["n"] == 4
+    assert 0.3 * 0.8 + 0.6 * 0.8 + 1.0 * 0.8 <= clock.now <= 0.3 * 1.2 + 0.6 * 1.2 + 1.0 * 1.2
+
+
+def test_retries_stop_at_the_timeout_then_tolerance_none_fails():
+    clock = FakeClock()
+    fn, _ = flaky(100)
+    with pytest.raises(ConnectError, match=r"Tolerance exceeded.*TASK_PUT"):
+        op(Tolerance.NONE, 2_000, clock).execute(fn, Stage.TASK_PUT, "X")
+    assert clock.now == pytest.approx(2.0)
+
+
+def test_non_retriable_errors_are_not_retried_and_all_skips_and_reports():
+    clock = FakeClock()
+    rep = Collect()
+    fn, calls = flaky(1, ValueError)
+    rec = LogRecord("t", 0, 7, 0, b"k", b"v")
+    assert op(Tolerance.ALL, 60_000, clock, [rep]).execute(
+        fn, Stage.VALUE_CONVERTER, "Conv", consumed=rec) is FAILED
+    assert calls["n"] == 1 and clock.now == 0
+    assert rep.seen[0].stage is Stage.VALUE_CONVERTER and rep.seen[0].consumed is rec
+
+
+def test_error_headers_name_the_record_stage_and_exception():
+    try:
+        raise ValueError("bad json")
+    except ValueError as e:
+        err = e
+    h = dict(error_headers(ErrorContext(Stage.VALUE_CONVERTER, "JsonConverter", err, "c", 3,
+                                        consumed=LogRecord("t", 1, 42, 0, None, b"x"))))
+    assert h["__connect.errors.topic"] == b"t"
+    assert h["__connect.errors.partition"] == b"1"
+    assert h["__connect.errors.offset"] == b"42"
+    assert h["__connect.errors.connector.name"] == b"c"
+    assert h["__connect.errors.task.id"] == b"3"
+    assert h["__connect.errors.stage"] == b"VALUE_CONVERTER"
+    assert h["__connect.errors.class.name"] == b"JsonConverter"
+    assert h["__connect.errors.exception.class.name"] == b"builtins.ValueError"
+    assert h["__connect.errors.exception.message"] == b"bad json"
+    assert b"ValueError: bad json" in h["__connect.errors.exception.stacktrace"]

@@ -1,0 +1,120 @@
+"""Small pure-Python connectors for runtime tests (no Spark): they fail on demand."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+from kctl.api import (
+    ConfigDef,
+    ConfigType,
+    RetriableError,
+    SinkConnector,
+    SinkRecord,
+    SinkTask,
+    SourceConnector,
+    SourceRecord,
+    SourceTask,
+)
+from kctl.api import data as d
+
+# connector name -> list of (topic, partition, offset, value); shared with the tests
+SINK_RECEIVED: dict[str, list[tuple[str, int, int, object]]] = defaultdict(list)
+SINK_PUT_CALLS: dict[str, int] = defaultdict(int)
+TASK_STARTS: dict[str, int] = defaultdict(int)
+_lock = threading.Lock()
+
+
+class CounterSourceConnector(SourceConnector):
+    """Emits `count` records per task: values 0..count-1, offset {"i": i}."""
+
+    def config(self) -> ConfigDef:
+        return (ConfigDef()
+                .define("topic", ConfigType.STRING, doc="Target topic")
+                .define("count", ConfigType.INT, 100, doc="Records per task")
+                .define("per.poll", ConfigType.INT, 10, doc="Records per poll")
+                .define("fail.at", ConfigType.INT, -1, doc="Raise when reaching this value")
+                .define("partitions", ConfigType.INT, 0, doc="Extra tasks requested later"))
+
+    def start(self, props: Mapping[str, str]) -> None:
+        self.props = dict(props)
+
+    def task_class(self):
+        return CounterSourceTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        n = min(max_tasks, int(self.props.get("partitions") or max_tasks))
+        return [{**self.props, "task.index": str(i)} for i in range(n)]
+
+    def stop(self) -> None:
+        pass
+
+
+class CounterSourceTask(SourceTask):
+    def start(self, props: Mapping[str, str]) -> None:
+        self.topic = props["topic"]
+        self.count = int(props.get("count", 100))
+        self.per_poll = int(props.get("per.poll", 10))
+        self.fail_at = int(props.get("fail.at", -1))
+        self.index = int(props["task.index"])
+        self.partition = {"task": self.index}
+        with _lock:
+            TASK_STARTS[props["name"]] += 1
+        stored = self.context.offset_storage_reader.offset(self.partition)
+        self.next = stored["i"] + 1 if stored else 0
+
+    def poll(self) -> list[SourceRecord] | None:
+        if self.next >= self.count:
+            time.sleep(0.02)
+            return None
+        out = []
+        for _ in range(min(self.per_poll, self.count - self.next)):
+            if self.next == self.fail_at:
+                raise RuntimeError(f"boom at {self.next}")
+            out.append(SourceRecord(self.topic, None, None, None, d.INT64_SCHEMA,
+                                    self.index * 1_000_000 + self.next,
+                                    source_partition=self.partition,
+                                    source_offset={"i": self.next}))
+            self.next += 1
+        return out
+
+    def stop(self) -> None:
+        pass
+
+
+class CollectingSinkConnector(SinkConnector):
+    def config(self) -> ConfigDef:
+        return ConfigDef().define("fail.first.puts", ConfigType.INT, 0, doc="Retriable failures")
+
+    def start(self, props: Mapping[str, str]) -> None:
+        self.props = dict(props)
+
+    def task_class(self):
+        return CollectingSinkTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [dict(self.props) for _ in range(max_tasks)]
+
+    def stop(self) -> None:
+        pass
+
+
+class CollectingSinkTask(SinkTask):
+    def start(self, props: Mapping[str, str]) -> None:
+        self.name = props["name"]
+        self.fail_first = int(props.get("fail.first.puts", 0))
+        with _lock:
+            TASK_STARTS[self.name] += 1
+
+    def put(self, records: Sequence[SinkRecord]) -> None:
+        with _lock:
+            SINK_PUT_CALLS[self.name] += 1
+            if SINK_PUT_CALLS[self.name] <= self.fail_first:
+                raise RetriableError(f"put #{SINK_PUT_CALLS[self.name]} fails on purpose")
+            SINK_RECEIVED[self.name].extend(
+                (r.topic, r.kafka_partition, r.kafka_offset, r.value) for r in records)
+
+    def stop(self) -> None:
+        pass

@@ -1,0 +1,18 @@
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def wait_until(cond: Callable[[], T], timeout: float = 30.0, interval: float = 0.05,
+               message: str = "condition") -> T:
+    """Poll until cond() is truthy; fail with `message` and the last value otherwise."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = cond()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {message} (last: {last!r})")

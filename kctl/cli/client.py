@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import httpx
@@ -28,7 +29,10 @@ class Client:
         try:
             r = self._http.request(method, path, **kwargs)
         except httpx.ConnectError as e:
-            raise ClientError(f"cannot reach kctl worker at {self.url}: {e}") from e
+            reason = re.sub(r"^\[Errno -?\d+\] ", "", str(e)) or type(e).__name__
+            raise ClientError(f"cannot reach kctl worker at {self.url}: {reason} "
+                              "(is it running? `kctl worker start`, or set --url / KCTL_URL)"
+                              ) from e
         except httpx.HTTPError as e:
             raise ClientError(f"request to {self.url}{path} failed: {e}") from e
         if r.status_code >= 400:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from support import golden
 
 GOLDEN = Path(__file__).parent / "golden"
 WIDTH = 100
@@ -38,16 +38,7 @@ def rendered(draw: Callable[[Console], None]) -> str:
 
 def check_golden(name: str, text: str) -> None:
     """Compare with tests/group/golden/<name>; KCTL_UPDATE_GOLDEN=1 rewrites it instead."""
-    path = GOLDEN / name
-    if os.environ.get("KCTL_UPDATE_GOLDEN") == "1" or not path.exists():
-        path.write_text(text, encoding="utf-8")
-        if os.environ.get("KCTL_UPDATE_GOLDEN") != "1":
-            raise AssertionError(f"golden {name} did not exist; written, review it and rerun")
-        return
-    expected = path.read_text(encoding="utf-8")
-    assert text == expected, (
-        f"rendering differs from golden {name} (KCTL_UPDATE_GOLDEN=1 to accept)"
-    )
+    golden.check_golden(GOLDEN / name, text)
 
 
 def handmade(name: str) -> dict[str, Any]:

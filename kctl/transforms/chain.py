@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kctl.api.transform import Predicate, Transformation
-from kctl.errors import ConfigError, DataError, KctlError, PluginError, ValidationError
+from kctl.errors import ConfigError, KctlError, PluginError, ValidationError
 from kctl.transforms import fields, headers, predicates, routing, timestamps
 
 _KAFKA_PKG = "org.apache.kafka.connect.transforms."
@@ -118,16 +118,17 @@ def _resolve(name: str, base: type, builtins: Mapping[str, type], what: str,
     cls = builtins.get(name)
     if cls is None:
         cls = _entry_points().get(name)
+    why = ""
     if cls is None and "." in name:
         try:
             cls = _import(name.replace("$", "."))
-        except (ImportError, AttributeError, ValueError):
-            cls = None
+        except (ImportError, AttributeError, ValueError) as e:
+            cls, why = None, f" (importing it failed: {e})"
     short = name.rsplit(".", 1)[-1]
     if cls is None and short in _NEEDS_VARIANT:
         raise PluginError(f"{what} {name} needs a variant: use {short}$Key or {short}$Value")
     if cls is None:
-        raise PluginError(f"Unknown {what.lower()} {name!r}; known {what.lower()}s: "
+        raise PluginError(f"Unknown {what.lower()} {name!r}{why}; known {what.lower()}s: "
                           f"{', '.join(known)}")
     if not (inspect.isclass(cls) and issubclass(cls, base)) or inspect.isabstract(cls):
         raise PluginError(f"{name} is not a concrete {what} class")
@@ -193,16 +194,14 @@ class TransformationChain:
         for stage in self.stages:
             try:
                 record = stage.apply(record)
-            except KctlError as e:
+            except Exception as e:
+                # keep the exception's own type: DLQ headers and traces name what really
+                # failed (as Kafka Connect's do); the note names the stage it failed in
                 self.failed_stage = stage
                 if not getattr(e, "_kctl_stage_noted", False):
                     e.add_note(f"in transformation '{stage.alias}' ({stage.class_name})")
                     e._kctl_stage_noted = True  # type: ignore[attr-defined]
                 raise
-            except Exception as e:
-                self.failed_stage = stage
-                raise DataError(f"Transformation '{stage.alias}' ({stage.class_name}) failed: "
-                                f"{type(e).__name__}: {e}") from e
             if record is None:
                 return None
         return record

@@ -35,6 +35,7 @@ class CounterSourceConnector(SourceConnector):
                 .define("topic", ConfigType.STRING, doc="Target topic")
                 .define("count", ConfigType.INT, 100, doc="Records per task")
                 .define("per.poll", ConfigType.INT, 10, doc="Records per poll")
+                .define("poll.sleep.ms", ConfigType.INT, 0, doc="Pause before each poll")
                 .define("fail.at", ConfigType.INT, -1, doc="Raise when reaching this value")
                 .define("partitions", ConfigType.INT, 0, doc="Extra tasks requested later"))
 
@@ -57,6 +58,7 @@ class CounterSourceTask(SourceTask):
         self.topic = props["topic"]
         self.count = int(props.get("count", 100))
         self.per_poll = int(props.get("per.poll", 10))
+        self.sleep_s = int(props.get("poll.sleep.ms", 0)) / 1000
         self.fail_at = int(props.get("fail.at", -1))
         self.index = int(props["task.index"])
         self.partition = {"task": self.index}
@@ -66,6 +68,7 @@ class CounterSourceTask(SourceTask):
         self.next = stored["i"] + 1 if stored else 0
 
     def poll(self) -> list[SourceRecord] | None:
+        time.sleep(self.sleep_s)
         if self.next >= self.count:
             time.sleep(0.02)
             return None

@@ -47,8 +47,9 @@ class Worker:
                 self.proc.kill()
 
     def kctl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        # wide, so table cells are not folded mid-word (rich falls back to 80 columns)
         r = subprocess.run([sys.executable, "-m", "kctl.cli.main", "--url", self.url, *args],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
         if check and r.returncode != 0:
             raise AssertionError(f"kctl {' '.join(args)} failed: {r.stdout}{r.stderr}")
         return r

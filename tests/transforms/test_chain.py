@@ -155,11 +155,12 @@ def test_plugins_load_from_the_kctl_transforms_entry_point_group(source, monkeyp
     assert chain.apply(source({"name": "bo"})).value == {"name": "BO"}
 
 
-def test_a_transform_bug_surfaces_as_a_data_error_naming_the_stage(source):
+def test_a_transform_bug_keeps_its_type_and_gains_the_stage(source):
     chain = TransformationChain.from_config({
         "transforms": "bad", "transforms.bad.type": f"{__name__}.Explodes"})
-    with pytest.raises(DataError, match=r"Transformation 'bad'.*KeyError"):
+    with pytest.raises(KeyError) as e:
         chain.apply(source({"a": 1}))
+    assert e.value.__notes__ == [f"in transformation 'bad' ({__name__}.Explodes)"]
     assert chain.failed_stage is not None and chain.failed_stage.alias == "bad"
 
 

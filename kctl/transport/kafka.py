@@ -45,6 +45,9 @@ PRODUCER_DEFAULTS = {
     "linger.ms": 20,
     "batch.size": 1_000_000,
     "compression.type": "lz4",
+    # Java clients hash keys with murmur2; librdkafka's default (crc32) would send the same
+    # key to another partition than a Kafka Connect worker or the embedded log does
+    "partitioner": "murmur2_random",
 }
 CONSUMER_DEFAULTS = {
     "enable.auto.commit": False,

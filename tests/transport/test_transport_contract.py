@@ -1,0 +1,153 @@
+"""What the runtime relies on from a transport, checked on the embedded log and on Kafka.
+
+The worker runs unchanged on either; these are the promises it leans on: what was produced
+is read back with its key, headers, timestamp and null value; a key always lands in the
+partition Java Kafka clients would choose (so kctl and Kafka Connect workers agree);
+explicit partitions are honoured; a consumer group resumes from its committed offsets; seek,
+position, pause and resume behave; topics are created (compacted too), listed and deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from support.waiting import wait_until
+
+from kctl.api.records import TopicPartition
+from kctl.transport.base import Consumer, LogRecord, ProducerRecord, TopicSpec, Transport
+from kctl.transport.embedded import EmbeddedTransport, partition_for_key
+from kctl.transport.kafka import KafkaTransport
+
+
+@pytest.fixture(params=["embedded", "kafka"])
+def transport(request, tmp_path) -> Iterator[Transport]:
+    if request.param == "kafka":
+        t: Transport = KafkaTransport(request.getfixturevalue("kafka_broker").bootstrap)
+    else:
+        t = EmbeddedTransport(tmp_path / "state")
+    yield t
+    t.close()
+
+
+def new_topic(t: Transport, partitions: int = 3, **config: str) -> str:
+    name = f"contract-{uuid.uuid4().hex[:10]}"
+    t.admin().create_topics([TopicSpec(name, partitions, 1, config)])
+    return name
+
+
+def produce(t: Transport, records: list[ProducerRecord]) -> list:
+    acks: list = [None] * len(records)
+    p = t.producer()
+    for i, r in enumerate(records):
+        p.send(r, lambda md, err, i=i: acks.__setitem__(i, (md, err)))
+    assert p.flush(30) == 0
+    p.close()
+    assert all(a is not None and a[1] is None for a in acks), acks
+    return [md for md, _ in acks]
+
+
+def drain(c: Consumer, want: int, timeout: float = 30) -> list[LogRecord]:
+    out: list[LogRecord] = []
+    deadline = time.monotonic() + timeout
+    while len(out) < want and time.monotonic() < deadline:
+        out.extend(c.poll_batch(1000, 0.2))
+    return out
+
+
+def reader(t: Transport, topic: str, partitions: int) -> Consumer:
+    c = t.consumer(None, {"kctl.passive": "true"})
+    c.assign([TopicPartition(topic, p) for p in range(partitions)])
+    return c
+
+
+def test_records_come_back_as_they_were_sent(transport):
+    topic = new_topic(transport, 1)
+    sent = [ProducerRecord(topic, b"v0", b"k0", headers=(("h", b"1"), ("h", b"2"))),
+            ProducerRecord(topic, None, b"k1"),  # a tombstone
+            ProducerRecord(topic, b"v2", None, headers=(("empty", None),)),
+            ProducerRecord(topic, b"v3", b"k3", timestamp=1_700_000_000_123)]
+    mds = produce(transport, sent)
+    assert [(m.topic, m.partition, m.offset) for m in mds] == [(topic, 0, i) for i in range(4)]
+    c = reader(transport, topic, 1)
+    got = drain(c, 4)
+    c.close()
+    assert [(r.offset, r.key, r.value) for r in got] == \
+        [(0, b"k0", b"v0"), (1, b"k1", None), (2, None, b"v2"), (3, b"k3", b"v3")]
+    assert got[0].headers == (("h", b"1"), ("h", b"2"))
+    assert got[2].headers == (("empty", None),)
+    assert got[3].timestamp == 1_700_000_000_123
+    assert abs(got[0].timestamp - time.time() * 1000) < 60_000
+
+
+def test_a_key_lands_where_java_clients_put_it_and_partitions_are_honoured(transport):
+    topic = new_topic(transport, 6)
+    keys = [f"user-{i}".encode() for i in range(60)]
+    mds = produce(transport, [ProducerRecord(topic, b"x", k) for k in keys])
+    assert [m.partition for m in mds] == [partition_for_key(k, 6) for k in keys]
+    md = produce(transport, [ProducerRecord(topic, b"pinned", b"user-0", partition=5)])[0]
+    assert md.partition == 5
+
+
+def test_a_group_resumes_from_its_committed_offsets(transport):
+    topic = new_topic(transport, 2)
+    produce(transport, [ProducerRecord(topic, f"{i}".encode(), partition=i % 2)
+                        for i in range(20)])
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+
+    c = transport.consumer(group)
+    assert c.committed(tps) == {tp: None for tp in tps}
+    assigned: list[TopicPartition] = []
+    c.subscribe([topic], on_assign=assigned.extend)
+    first = drain(c, 20)
+    assert sorted(int(r.value) for r in first) == list(range(20))
+    assert sorted(assigned) == tps
+    c.commit({TopicPartition(topic, 0): 4, TopicPartition(topic, 1): 7})
+    assert c.committed(tps) == {TopicPartition(topic, 0): 4, TopicPartition(topic, 1): 7}
+    c.close()
+
+    again = transport.consumer(group)
+    again.subscribe([topic])
+    rest = drain(again, 6 + 3)
+    again.close()
+    # partition 0 holds 0,2,..,18 (offsets 0-9), partition 1 holds 1,3,..,19
+    assert sorted(int(r.value) for r in rest) == sorted(
+        [2 * o for o in range(4, 10)] + [2 * o + 1 for o in range(7, 10)])
+
+
+def test_seek_position_pause_and_resume(transport):
+    topic = new_topic(transport, 2)
+    produce(transport, [ProducerRecord(topic, f"{i}".encode(), partition=i % 2)
+                        for i in range(10)])
+    c = reader(transport, topic, 2)
+    p0, p1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    c.pause([p1])
+    got = drain(c, 5, timeout=5)
+    assert {r.partition for r in got} == {0} and len(got) == 5
+    assert c.position(p0) == 5
+    c.resume([p1])
+    got = drain(c, 5)
+    assert {r.partition for r in got} == {1}
+    c.seek(p0, 3)
+    got = drain(c, 2)
+    assert [(r.partition, r.offset) for r in got] == [(0, 3), (0, 4)]
+    assert c.assignment() == {p0, p1}
+    c.close()
+
+
+def test_topics_are_created_listed_and_deleted(transport):
+    admin = transport.admin()
+    plain = new_topic(transport, 4)
+    compacted = new_topic(transport, 1, **{"cleanup.policy": "compact"})
+    topics = admin.list_topics()
+    assert topics[plain] == 4 and topics[compacted] == 1
+    admin.create_topics([TopicSpec(plain, 4)])  # exist_ok by default
+    produce(transport, [ProducerRecord(compacted, b"v", b"k")])
+    admin.delete_topics([plain, compacted])
+    wait_until(lambda: not ({plain, compacted} & set(admin.list_topics())), timeout=20, message="topics deleted")
+    with contextlib.suppress(Exception):
+        admin.delete_topics([plain])  # deleting twice must not hang

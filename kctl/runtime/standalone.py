@@ -556,7 +556,7 @@ def run_worker(config_path: str | None, connector_files: list[str], console: Any
         connectors = [load_connector_file(f) for f in connector_files]
         worker = StandaloneWorker(config)
     except KctlError as e:
-        console.print(f"[red]error:[/red] {e}", highlight=False)
+        console.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
         return 2
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -571,7 +571,7 @@ def run_worker(config_path: str | None, connector_files: list[str], console: Any
             console.print(f"connector {name} {'created' if created else 'updated'}",
                           highlight=False)
     except KctlError as e:
-        console.print(f"[red]error:[/red] {e}", highlight=False)
+        console.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
         worker.stop()
         return 2
     try:

@@ -145,19 +145,27 @@ class WorkerConfig(AbstractConfig):
     def __init__(self, props: Mapping[str, Any], source: str = "<worker config>"):
         self.source = source
         known = set(WORKER_CONFIG.names())
+        problems: dict[str, list[str]] = {}
         for key in props:
             if key not in known and not key.startswith(PASS_THROUGH_PREFIXES):
                 close = difflib.get_close_matches(key, sorted(known), n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise ConfigError(
-                    f"{source}: unknown worker config key {key!r}{hint}; expected one of the "
-                    f"keys in the README's worker table or a {', '.join(PASS_THROUGH_PREFIXES)} "
-                    "pass-through key", key=key, source=source)
+                problems[key] = [
+                    f"unknown worker config key {key!r}{hint}; expected one of the keys in "
+                    f"docs/configuration.md or a {', '.join(PASS_THROUGH_PREFIXES)} "
+                    "pass-through key"]
         try:
             super().__init__(WORKER_CONFIG, {k: v for k, v in props.items() if k in known})
         except ValidationError as e:
-            key, msgs = next(iter(e.errors.items()))
-            raise ConfigError(f"{source}: {msgs[0]}", key=key, source=source) from e
+            problems.update(e.errors)
+        if problems:
+            # every problem at once: fixing a file one error per start is tedious
+            lines = [m for msgs in problems.values() for m in msgs]
+            message = (f"{source}: {lines[0]}" if len(lines) == 1 else
+                       f"{source}: {len(lines)} problems:\n" + "\n".join(f"  - {m}" for m in lines))
+            err = ValidationError(message, problems)
+            err.key, err.source = next(iter(problems)), source
+            raise err
         self.originals = dict(props)  # pass-through keys (spark.*, producer.*, ...) included
         for url in self.get_list("listeners"):
             parse_listener(url, source)

@@ -75,3 +75,17 @@ def test_url_comes_from_kctl_url_in_the_environment():
     url = f"http://127.0.0.1:{free_port()}"
     r = kctl("connector", "list", env={**os.environ, "KCTL_URL": url})
     assert r.returncode == 1 and url in r.stderr
+
+
+def test_worker_start_with_a_bad_config_names_every_problem_and_starts_nothing(tmp_path):
+    state = tmp_path / "state"
+    cfg = tmp_path / "worker.yaml"
+    cfg.write_text(f"state.dir: {state}\nlisteners: http://127.0.0.1:{free_port()}\n"
+                   "offset.flush.interval.ms: soon\nbogus.key: 1\n")
+    r = kctl("worker", "start", str(cfg))
+    assert r.returncode == 2
+    out = r.stdout + r.stderr
+    assert f"{cfg}: 2 problems:" in out
+    assert "'bogus.key'" in out and "offset.flush.interval.ms" in out and "'soon'" in out
+    assert "Traceback" not in out
+    assert not state.exists()  # not started half-configured

@@ -47,3 +47,15 @@ def test_yaml_that_is_not_a_mapping(tmp_path):
     f.write_text("- a\n- b\n")
     with pytest.raises(ConfigError, match="expected a mapping"):
         load_config_file(f)
+
+
+def test_every_problem_in_a_file_is_reported_at_once(tmp_path):
+    f = tmp_path / "w.properties"
+    f.write_text("ofset.flush.interval.ms=100\noffset.flush.interval.ms=soon\nspark.master=local[1]\n")
+    with pytest.raises(ConfigError) as e:
+        WorkerConfig.from_file(f)
+    msg = str(e.value)
+    assert msg.startswith(f"{f}: 2 problems:")
+    assert "'ofset.flush.interval.ms' (did you mean 'offset.flush.interval.ms'?)" in msg
+    assert "'soon'" in msg and "offset.flush.interval.ms" in msg
+    assert e.value.key == "ofset.flush.interval.ms" and e.value.source == str(f)

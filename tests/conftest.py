@@ -14,3 +14,12 @@ def kafka_broker():
     broker = start_broker()
     yield broker
     broker.stop()
+
+
+@pytest.fixture(params=["embedded", "broker"])
+def transport_settings(request):
+    """Worker settings for each transport: the embedded log, then the real broker."""
+    if request.param == "broker":
+        return {"bootstrap.servers": request.getfixturevalue("kafka_broker").bootstrap,
+                "topic.creation.default.replication.factor": 1}
+    return {}

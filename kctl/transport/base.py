@@ -141,6 +141,9 @@ class Admin(ABC):
     def delete_group_offsets(self, group_id: str, partitions: Sequence[TopicPartition]) -> None:
         raise NotImplementedError
 
+    def close(self) -> None:
+        """Release connections; the transport calls it when it closes."""
+
 
 class Transport(ABC):
     """A factory of clients for one log (the embedded one, or one Kafka cluster)."""

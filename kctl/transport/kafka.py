@@ -108,6 +108,9 @@ class KafkaProducer(Producer):
 
     def close(self) -> None:
         self._p.flush(10)
+        close = getattr(self._p, "close", None)  # confluent-kafka >= 2.13; GC frees it before
+        if close is not None:
+            close()
 
 
 class KafkaConsumer(Consumer):
@@ -206,8 +209,18 @@ class KafkaConsumer(Consumer):
 
 class KafkaAdmin(Admin):
     def __init__(self, conf: Mapping[str, Any]):
-        self._a = AdminClient(conf)
+        self._client: AdminClient | None = AdminClient(conf)
         self._conf = conf
+
+    @property
+    def _a(self) -> AdminClient:
+        if self._client is None:
+            raise TransportError("the Kafka admin client is closed")
+        return self._client
+
+    def close(self) -> None:
+        """AdminClient has no close(): dropping the last reference stops its threads."""
+        self._client = None
 
     def create_topics(self, specs: Sequence[TopicSpec], *, exist_ok: bool = True) -> None:
         if not specs:
@@ -280,4 +293,4 @@ class KafkaTransport(Transport):
         return self._admin
 
     def close(self) -> None:
-        pass
+        self._admin.close()

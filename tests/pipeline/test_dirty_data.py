@@ -72,22 +72,15 @@ def sink_output(outdir: Path) -> list[dict]:
     return [json.loads(line) for line in committed_lines(outdir)]
 
 
-@pytest.fixture(params=["embedded", "broker"])
-def transport(request):
-    if request.param == "broker":
-        return {"bootstrap.servers": request.getfixturevalue("kafka_broker").bootstrap,
-                "topic.creation.default.replication.factor": 1}
-    return {}
-
-
-def test_malformed_lines_are_dead_lettered_or_fail_the_task(tmp_path, transport, request):
+def test_malformed_lines_are_dead_lettered_or_fail_the_task(
+        tmp_path, transport_settings, request):
     data = write_dirty_files(tmp_path / "in")
     p = f"dirty-{request.node.callspec.id}-"  # the broker is shared by the session
     w = Worker(tmp_path, free_port())
     yaml(tmp_path / "worker.yaml", **{
         "state.dir": str(tmp_path / "state"), "listeners": w.url,
         "offset.flush.interval.ms": 300, "spark.master": "local[1]",
-        "spark.driver.memory": "1g", **transport})
+        "spark.driver.memory": "1g", **transport_settings})
     source = {"connector.class": "FileSource", "batch.max.rows": 120,
               "poll.interval.ms": 200, "schema": "id BIGINT, name STRING"}
     tolerant = {"errors.tolerance": "all", "errors.log.enable": "true",

@@ -26,14 +26,6 @@ COUNT = 300
 BAD = {v for v in range(COUNT) if v % 10 == 9}  # 10%, and the very last record is bad
 
 
-@pytest.fixture(params=["embedded", "broker"])
-def transport(request):
-    if request.param == "broker":
-        return {"bootstrap.servers": request.getfixturevalue("kafka_broker").bootstrap,
-                "topic.creation.default.replication.factor": 1}
-    return {}
-
-
 def write(path: Path, settings: dict[str, object]) -> Path:
     path.write_text(json.dumps(settings))  # JSON is YAML
     return path
@@ -44,12 +36,12 @@ def values(path: Path) -> list[int]:
 
 
 def test_transform_failures_go_to_the_dlq_once_and_replay_after_the_fix(
-        tmp_path, transport, request):
+        tmp_path, transport_settings, request):
     p = f"sdlq-{request.node.callspec.id}-"  # the broker is shared by the session
     topic, dlq, other = p + "numbers", p + "numbers-dlq", p + "replayed"
     w = Worker(tmp_path, free_port())
     write(tmp_path / "worker.yaml", {"state.dir": str(tmp_path / "state"), "listeners": w.url,
-                                     "offset.flush.interval.ms": 200, **transport})
+                                     "offset.flush.interval.ms": 200, **transport_settings})
     failing = {"transforms": "fail", "transforms.fail.type": "support.transforms.FailOn",
                "transforms.fail.modulo": 10, "transforms.fail.remainder": 9}
     source = write(tmp_path / "source.yaml", {

@@ -23,15 +23,11 @@ SOURCE = "support.connectors.CounterSourceConnector"
 SINK = "support.connectors.CollectingSinkConnector"
 
 
-@pytest.fixture(params=["embedded", "broker"])
-def worker(request, tmp_path):
-    extra = {}
-    if request.param == "broker":
-        extra = {"bootstrap.servers": request.getfixturevalue("kafka_broker").bootstrap,
-                 "topic.creation.default.replication.factor": 1}
+@pytest.fixture
+def worker(transport_settings, tmp_path):
     w = StandaloneWorker(WorkerConfig({"state.dir": str(tmp_path / "state"),
                                        "listeners": "http://127.0.0.1:0",
-                                       "offset.flush.interval.ms": 100, **extra}))
+                                       "offset.flush.interval.ms": 100, **transport_settings}))
     w.start()
     yield w
     with contextlib.suppress(Exception):

@@ -1,0 +1,271 @@
+"""The standalone worker's file pipeline on the embedded log, against raw baselines.
+
+Not a test: run it by hand and read the ratios (target: the pipeline reaches at least half
+the raw rate).
+
+    python benchmarks/bench_file_pipeline.py [--records 200000] [--quick] [--files 4]
+
+N JSON-lines records in files under a temporary directory go through an in-process
+`StandaloneWorker` on the embedded log (no external service):
+
+- file -> topic: a FileSource connector, timed from its creation until the topic's end
+  offset reaches N; against (a) plain Python reading the same files with `json.loads` per
+  line and (b) the embedded log's own producer writing the same lines' bytes (batches of
+  5000, one flush at the end).
+- topic -> file: a FileSink connector on that topic, timed from its creation until N lines
+  are in committed output files; against reading the same N records from the embedded log
+  through its consumer API.
+
+SparkSession start-up and a small warm-up pipeline run before anything is timed. Raw
+baselines are the best of 3 runs; the pipeline runs twice (fresh topic, connectors and
+output each time) and each phase reports its faster run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from _pipeline import (
+    WARMUP_RECORDS,
+    Phase,
+    Run,
+    Settings,
+    SparkJobs,
+    assignment_note,
+    best_of,
+    connector_alone_sink,
+    connector_alone_source,
+    fastest,
+    generate,
+    header,
+    read_lines,
+    row,
+    run_line,
+    running_worker,
+    sink_phase,
+    source_phase,
+    spark_note,
+    start_spark,
+    verify_output,
+    warm_up,
+)
+
+from kctl.api.records import TopicPartition
+from kctl.transport.base import ProducerRecord, TopicSpec
+
+RAW_REPEAT = 3
+PRODUCE_BATCH = 5_000
+
+
+# -- raw baselines -------------------------------------------------------------------------------
+
+
+def raw_python_read(paths: list[Path], n: int) -> float:
+    """(a) read every file line by line and json.loads each line."""
+    start = time.perf_counter()
+    count = 0
+    loads = json.loads
+    for p in paths:
+        with open(p, "rb") as f:
+            for line in f:
+                loads(line)
+                count += 1
+    elapsed = time.perf_counter() - start
+    assert count == n, f"read {count} lines, expected {n}"
+    return elapsed
+
+
+def raw_embedded_produce(logdir: Path, lines: list[bytes]) -> float:
+    """(b) the embedded log's own producer: the lines' bytes in batches, as fast as it goes."""
+    from kctl.transport.embedded import EmbeddedTransport
+
+    n = len(lines)
+    runs = iter(range(1, RAW_REPEAT + 1))
+    with EmbeddedTransport(logdir) as t:
+        def once() -> float:
+            topic = f"raw-{next(runs)}"
+            t.create_topic(TopicSpec(topic, 1))
+            producer = t.producer()
+            start = time.perf_counter()
+            for i in range(0, n, PRODUCE_BATCH):
+                producer.send_many([ProducerRecord(topic, v) for v in lines[i:i + PRODUCE_BATCH]])
+            producer.flush()
+            elapsed = time.perf_counter() - start
+            producer.close()
+            end = t.end_offset(TopicPartition(topic, 0))
+            assert end == n, f"raw produce wrote {end} records, expected {n}"
+            return elapsed
+
+        return best_of(RAW_REPEAT, once)
+
+
+def raw_embedded_consume(worker: Any, topic: str, n: int) -> float:
+    """Read the N records of the pipeline's topic straight through the log's consumer API."""
+    def once() -> float:
+        consumer = worker.transport.consumer(None, {"kctl.passive": "true"})
+        try:
+            start = time.perf_counter()
+            consumer.assign([TopicPartition(topic, 0)])
+            count = 0
+            while count < n:
+                batch = consumer.poll_batch(10_000, 1.0)
+                if not batch:
+                    raise AssertionError(f"raw consume stalled at {count} of {n}")
+                count += len(batch)
+            return time.perf_counter() - start
+        finally:
+            consumer.close()
+
+    return best_of(RAW_REPEAT, once)
+
+
+# -- the pipeline ------------------------------------------------------------------------------
+
+
+def topic_end(worker: Any, topic: str) -> Callable[[], int]:
+    """The topic's end offset summed over its partitions (0 before it exists)."""
+    consumer = worker.transport.consumer(None, {"kctl.passive": "true"})
+    admin = worker.transport.admin()
+    parts: list[TopicPartition] = []
+
+    def count() -> int:
+        if not parts:
+            parts.extend(TopicPartition(topic, p)
+                         for p in range(admin.list_topics().get(topic, 0)))
+            if not parts:
+                return 0
+        return sum(consumer.end_offsets(parts).values())
+
+    return count
+
+
+def record_sizes(worker: Any, topic: str, sample: int = 1000) -> tuple[float, float]:
+    """Average value bytes and header bytes of the first records of a topic."""
+    consumer = worker.transport.consumer(None, {"kctl.passive": "true"})
+    try:
+        consumer.assign([TopicPartition(topic, 0)])
+        recs = consumer.poll_batch(sample, 1.0)
+    finally:
+        consumer.close()
+    count = max(len(recs), 1)
+    values = sum(len(r.value or b"") for r in recs) / count
+    headers = sum(len(k) + len(v or b"") for r in recs for k, v in r.headers) / count
+    return values, headers
+
+
+def runtime_note(phase: Phase, alone: float, what: str) -> str:
+    extra = phase.seconds - alone
+    return (f"    the worker runtime around it ({what}): {extra:.2f} s, "
+            f"{extra / phase.seconds:.0%} of the pipeline phase, "
+            f"{extra / phase.records * 1e6:.0f} us/record")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", "-n", type=int, default=None,
+                        help="records to move (default 200000; 20000 with --quick)")
+    parser.add_argument("--quick", action="store_true", help="a small run (20k records)")
+    parser.add_argument("--files", type=int, default=4, help="input files (default 4)")
+    parser.add_argument("--batch-max-rows", type=int, default=50_000)
+    parser.add_argument("--flush-size", type=int, default=50_000)
+    parser.add_argument("--runs", type=int, default=2, help="pipeline runs (default 2)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    args = parser.parse_args()
+    n = args.records or (20_000 if args.quick else 200_000)
+    settings = Settings(records=n, files=args.files, batch_max_rows=args.batch_max_rows,
+                        flush_size=args.flush_size)
+    work = Path(tempfile.mkdtemp(prefix="kctl-bench-file-"))
+    try:
+        run(settings, work, args.runs)
+    finally:
+        if args.keep:
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def pipeline_run(worker: Any, settings: Settings, work: Path, k: int, jobs: SparkJobs) -> Run:
+    """file -> topic, then topic -> file, on a fresh topic, group and output directory."""
+    n = settings.records
+    topic, outdir = f"bench-clicks-{k}", work / f"out-{k}"
+    source = source_phase(worker, f"source-{k}", settings.source(work / "in", topic),
+                          topic_end(worker, topic), n, jobs,
+                          "pipeline: FileSource -> embedded log")
+    worker.herder.delete_connector(f"source-{k}")
+    sink = sink_phase(worker, f"sink-{k}", settings.sink(topic, outdir), outdir, n, jobs,
+                      "pipeline: embedded log -> FileSink")
+    worker.herder.delete_connector(f"sink-{k}")
+    return Run("none", source, sink, verify_output(outdir, n))
+
+
+def run(settings: Settings, work: Path, runs_wanted: int) -> None:
+    n = settings.records
+    paths = generate(work / "in", n, settings.files)
+    lines = read_lines(paths)
+    print(header("kctl file pipeline benchmark: embedded log, in-process StandaloneWorker",
+                 settings, paths), flush=True)
+
+    runs: list[Run] = []
+    with running_worker(settings.worker_config(work / "state")) as worker:
+        spark_s = start_spark(worker)
+        warm_s = warm_up(worker, settings, work, "bench-warmup")
+        print(f"excluded from timing: SparkSession start {spark_s:.1f} s; warm-up pipeline "
+              f"({WARMUP_RECORDS:,} records file -> topic -> file, then deleted) {warm_s:.1f} s",
+              flush=True)
+        jobs = SparkJobs(worker.spark.spark())
+
+        raw_read = best_of(RAW_REPEAT, lambda: raw_python_read(paths, n))
+        raw_produce = raw_embedded_produce(work / "rawlog", lines)
+        for k in range(1, runs_wanted + 1):
+            runs.append(pipeline_run(worker, settings, work, k, jobs))
+            print(run_line(k, runs[-1]), flush=True)
+            if k == 1:
+                value_b, header_b = record_sizes(worker, "bench-clicks-1")
+                raw_consume = raw_embedded_consume(worker, "bench-clicks-1", n)
+        alone_src, records = connector_alone_source(
+            worker, settings.source(work / "in", "alone"), n)
+        alone_sink = connector_alone_sink(
+            worker, settings.sink("alone", work / "out-alone"), records, work / "out-alone")
+        del records
+
+    source = fastest([r.source for r in runs])
+    sink = fastest([r.sink for r in runs])
+    print()
+    print("file -> topic (timed from connector creation until the topic's end offset is N; "
+          f"best of {len(runs)} run(s))")
+    print(row(source.label, n, source.seconds))
+    print(row("raw (a): Python read + json.loads per line", n, raw_read, source.rate))
+    print(row("raw (b): embedded log producer, the lines' bytes", n, raw_produce, source.rate))
+    print(spark_note(source))
+    print()
+    print("topic -> file (timed from connector creation until N lines are committed; "
+          f"best of {len(runs)} run(s))")
+    print(row(sink.label, n, sink.seconds))
+    print(row("raw: embedded log consumer read of the same records", n, raw_consume, sink.rate))
+    print(spark_note(sink))
+    print(assignment_note(sink))
+    print()
+    print("where the time goes: the same connector tasks driven directly, without the worker "
+          "runtime (one run)")
+    print(row("FileSourceTask.poll() until N records", n, alone_src))
+    print(runtime_note(source, alone_src, "transforms, converters, exactly-once header, "
+                       "producer, acknowledgements"))
+    print(row("FileSinkTask.put() + flush of N ready SinkRecords", n, alone_sink))
+    print(runtime_note(sink, alone_sink, "consumer, converters, SinkRecords, offsets"))
+    print()
+    print(f"bytes per record: file line {sum(map(len, lines)) / n:.0f} B; in the topic, value "
+          f"{value_b:.0f} B (JsonConverter envelope with schema) + headers {header_b:.0f} B "
+          f"(exactly-once source position)")
+    print("; ".join(sorted({r.check for r in runs})) + f" ({len(runs)} run(s))")
+    print("raw baselines: best of 3 runs; SparkSession start and warm-up excluded")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""The pipeline benchmarks run end to end at a tiny size.
+
+Only that they finish and print their rows and ratios is checked, never a figure: timings
+on shared CI machines mean nothing, and the benchmarks are read by people, not asserted.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDS = "2000"
+
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
+
+
+def run_benchmark(script: str) -> str:
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--quick",
+                        "--records", RECORDS], capture_output=True, text=True, timeout=540)
+    assert r.returncode == 0, f"{script} failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
+    return r.stdout
+
+
+def line_with(out: str, label: str) -> str:
+    lines = [ln for ln in out.splitlines() if label in ln]
+    assert lines, f"no line with {label!r} in:\n{out}"
+    return lines[0]
+
+
+def test_file_pipeline_benchmark_prints_rates_and_ratios():
+    out = run_benchmark("bench_file_pipeline.py")
+    for label in ("pipeline: FileSource -> embedded log", "pipeline: embedded log -> FileSink",
+                  "FileSourceTask.poll()", "FileSinkTask.put()"):
+        assert "records/s" in line_with(out, label)
+    for label in ("raw (a): Python read", "raw (b): embedded log producer",
+                  "raw: embedded log consumer read"):
+        line = line_with(out, label)
+        assert "records/s" in line and "pipeline/raw" in line and "target >= 0.5" in line
+    assert "excluded from timing: SparkSession start" in out
+    assert "every id exactly once" in out
+
+
+@pytest.mark.broker
+def test_broker_pipeline_benchmark_prints_rates_ratios_and_tolerance_cost():
+    out = run_benchmark("bench_broker_pipeline.py")
+    for label in ("pipeline: FileSource -> broker", "pipeline: broker -> FileSink"):
+        assert "records/s" in line_with(out, label)
+    for label in ("raw: confluent-kafka produce", "raw: confluent-kafka consume"):
+        line = line_with(out, label)
+        assert "records/s" in line and "pipeline/raw" in line and "target >= 0.5" in line
+    assert "target < 5%" in line_with(out, "cost of all")
+    assert "excluded from timing: SparkSession start" in out
+    assert "every id exactly once" in out

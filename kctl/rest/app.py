@@ -137,9 +137,11 @@ def create_app(herder: Herder) -> FastAPI:
     @app.post("/connectors/{name}/restart")
     def restart(name: str, includeTasks: bool = False, onlyFailed: bool = False) -> Response:
         result = herder.restart_connector(name, include_tasks=includeTasks, only_failed=onlyFailed)
-        if result is None:
+        if not includeTasks and not onlyFailed:  # Kafka: a plain restart answers 204, no body
             return Response(status_code=204)
-        return JSONResponse(result.to_json(), status_code=202)
+        # any flag set: 202 with the connector's status (the herder returns none w/o tasks)
+        status = result if result is not None else herder.connector_status(name)
+        return JSONResponse(status.to_json(), status_code=202)
 
     @app.post("/connectors/{name}/tasks/{task}/restart", status_code=204)
     def restart_task(name: str, task: int) -> Response:
@@ -156,10 +158,10 @@ def create_app(herder: Herder) -> FastAPI:
         herder.resume_connector(name)
         return Response(status_code=202)
 
-    @app.put("/connectors/{name}/stop", status_code=202)
+    @app.put("/connectors/{name}/stop", status_code=204)
     def stop(name: str) -> Response:
-        herder.stop_connector(name)
-        return Response(status_code=202)
+        herder.stop_connector(name)  # Kafka answers 204 here (pause/resume answer 202)
+        return Response(status_code=204)
 
     @app.delete("/connectors/{name}", status_code=204)
     def delete(name: str) -> Response:
@@ -175,20 +177,26 @@ def create_app(herder: Herder) -> FastAPI:
         entries = body.get("offsets")
         if not isinstance(entries, list):
             raise ValidationError("Body must be {\"offsets\": [...]}", {"offsets": ["missing"]})
-        return {"message": herder.alter_connector_offsets(name, entries)}
+        try:
+            return {"message": herder.alter_connector_offsets(name, entries)}
+        except ConflictError as e:  # not STOPPED: Kafka answers 400 (BadRequest), not 409
+            return error_response(400, str(e))
 
     @app.delete("/connectors/{name}/offsets")
     def reset_offsets(name: str) -> Any:
-        return {"message": herder.reset_connector_offsets(name)}
+        try:
+            return {"message": herder.reset_connector_offsets(name)}
+        except ConflictError as e:  # not STOPPED: Kafka answers 400 (BadRequest), not 409
+            return error_response(400, str(e))
 
     @app.get("/connectors/{name}/topics")
     def topics(name: str) -> Any:
         return {name: {"topics": herder.connector_topics(name)}}
 
-    @app.put("/connectors/{name}/topics/reset")
+    @app.put("/connectors/{name}/topics/reset", status_code=202)
     def reset_topics(name: str) -> Response:
         herder.reset_connector_topics(name)
-        return Response(status_code=200)
+        return Response(status_code=202)  # Kafka: 202 Accepted
 
     # kctl extension: the dead letter queue of a connector
     @app.get("/connectors/{name}/dlq")

@@ -52,7 +52,8 @@ class Herder(ABC):
     def restart_connector(self, name: str, *, include_tasks: bool = False,
                           only_failed: bool = False) -> ConnectorStatus | None:
         """Returns the status (state RESTARTING where restarted) when tasks were included,
-        None for a plain connector restart (REST answers 204 then, 202 otherwise)."""
+        None otherwise. REST answers 204 for a plain restart (neither flag), and 202 with
+        the status when includeTasks or onlyFailed is set, as Kafka Connect does."""
 
     @abstractmethod
     def restart_task(self, name: str, task: int) -> None: ...
@@ -75,7 +76,8 @@ class Herder(ABC):
 
     @abstractmethod
     def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
-        """Only when the connector is STOPPED (ConflictError otherwise); returns a message."""
+        """Only when the connector is STOPPED (ConflictError otherwise, which REST answers
+        with 400 like Kafka Connect's BadRequest); returns a message."""
 
     @abstractmethod
     def reset_connector_offsets(self, name: str) -> str: ...

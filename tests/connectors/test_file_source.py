@@ -143,6 +143,27 @@ def test_json_with_a_given_schema(engine, tmp_path):
     assert recs[0].value_schema.field("id").schema.type is Type.INT32
 
 
+def test_json_fields_that_appear_later_widen_the_inferred_schema(engine, tmp_path):
+    """Inference samples the first lines; a field first seen later (even in a later batch,
+    beyond the sample) is added to the schema instead of being dropped."""
+    rows = [{"id": i} for i in range(1500)] + [{"id": 1500, "late": "here", "n": {"x": 1}}]
+    write(tmp_path / "a.json", "".join(json.dumps(r) + "\n" for r in rows))
+    store = OffsetStore()
+    task = start_task(engine, store, path=str(tmp_path), format="json",
+                      **{"batch.max.rows": "1200"})
+    recs = drain(task, store)
+    assert len(recs) == 1501
+    assert values(recs)[-1] == {"id": 1500, "late": "here", "n": {"x": 1}}
+    assert values(recs)[0] == {"id": 0}
+    assert recs[0].value_schema.field("late") is None  # the first batch had no such field
+    schema = recs[-1].value_schema
+    assert schema.field("late").schema.optional and schema.field("n").schema.type is Type.STRUCT
+    # a widened field whose later value does not fit its type is malformed, not cast away
+    write(tmp_path / "a.json", json.dumps({"id": 1501, "n": "not-a-struct"}) + "\n", "a")
+    with pytest.raises(DataError, match="line 1502"):
+        drain(task, store)
+
+
 def test_a_malformed_json_line_fails_the_task_naming_file_and_line(engine, tmp_path):
     f = write(tmp_path / "bad.json", '{"id": 1}\n{"id": 2}\n{"id": oops\n{"id": 4}\n')
     store = OffsetStore()
@@ -217,6 +238,18 @@ def test_csv_with_header_and_inferred_schema(engine, tmp_path):
     again = start_task(engine, store, path=str(tmp_path), format="csv",
                        **{"csv.delimiter": ";"})
     assert values(drain(again, store)) == [{"id": 3, "name": "cy", "score": 3.5}]
+
+
+def test_a_csv_file_with_another_header_is_refused_not_misparsed(engine, tmp_path):
+    write(tmp_path / "a.csv", "id,name\n1,ann\n")
+    store = OffsetStore()
+    task = start_task(engine, store, path=str(tmp_path), format="csv")
+    assert values(drain(task, store)) == [{"id": 1, "name": "ann"}]
+    b = write(tmp_path / "b.csv", "name,id\nbob,2\n")
+    task._next_scan = 0  # look for new files now
+    with pytest.raises(DataError) as e:
+        drain(task, store)
+    assert str(b) in str(e.value) and "'name,id'" in str(e.value) and "`schema`" in str(e.value)
 
 
 def test_a_malformed_csv_line_fails_with_file_and_line(engine, tmp_path):

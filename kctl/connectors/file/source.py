@@ -75,7 +75,8 @@ CONFIG_DEF = (
             group="File")
     .define("schema", ConfigType.STRING, "", SparkDdl(), Importance.MEDIUM,
             "Spark DDL schema for csv/json (e.g. `id BIGINT, name STRING`); empty: inferred "
-            "once from the first lines read.", group="File")
+            "from the first lines read, and for json widened with every top-level field that "
+            "appears later (so no field is dropped).", group="File")
     .define("csv.header", ConfigType.BOOLEAN, True, None, Importance.LOW,
             "The first line of each csv file is a header (names the columns, not a record).",
             group="CSV")
@@ -193,6 +194,8 @@ class FileSourceTask(SourceTask):
         self._next_scan = 0.0
         self._round = 0
         self._schema_ddl: str | None = None
+        self._schema_given = False
+        self._csv_header_line: str | None = None
         self._connect_schemas: dict[pa.Schema, Schema] = {}
         self._items: collections.deque[SourceRecord | MalformedLine] = collections.deque()
         self._parquet: dict[str, pa.Table] = {}
@@ -210,6 +213,7 @@ class FileSourceTask(SourceTask):
         self.interval = c["poll.interval.ms"] / 1000
         self.batch_max: int = c["batch.max.rows"]
         self._schema_ddl = c["schema"].strip() or None
+        self._schema_given = self._schema_ddl is not None
         self.csv_header: bool = c["csv.header"]
         self.delimiter = decode_delimiter(c["csv.delimiter"])
         self.index = int(props.get(TASK_INDEX, "0"))
@@ -363,30 +367,18 @@ class FileSourceTask(SourceTask):
         return self.context.spark()
 
     def _parse(self, lines: list[Line]) -> list[SourceRecord | MalformedLine]:
-        from pyspark.sql import functions as F
-
         spark = self._spark()
         ddl = self._schema_ddl or self._infer(spark, lines)
-        table = pa.table({"value": [ln.text for ln in lines],
-                          "_i": pa.array(range(len(lines)), pa.int64())})
-        df: DataFrame = spark.createDataFrame(table)
-        opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
-        full = f"{ddl}, {CORRUPT} STRING"
-        if self.format == "csv":
-            opts["sep"] = self.delimiter
-            parsed = F.from_csv(F.col("value"), full, opts)
-        else:
-            parsed = F.from_json(F.col("value"), full, opts)
-        try:
-            result = df.select(parsed.alias("p"), "_i").select("p.*", "_i").toArrow()
-        except Exception as e:
-            raise DataError(f"Spark could not parse {self.format} lines of {self.path} "
-                            f"with schema {ddl!r}: {e}") from e
-        result = result.sort_by("_i")
+        if self.format == "csv" and self.csv_header and not self._schema_given:
+            self._check_headers(lines)
+        result, widen = self._parse_with(spark, lines, ddl)
+        if widen:  # json fields the schema does not know yet: widen it, never drop them
+            ddl = self._widen(spark, [ln for ln, w in zip(lines, widen, strict=True) if w])
+            result, _ = self._parse_with(spark, lines, ddl)
         corrupt = result.column(CORRUPT)
         malformed = [i for i, bad in enumerate(pc.is_valid(corrupt).to_pylist()) if bad] \
             if corrupt.null_count < len(corrupt) else []
-        good = result.drop_columns([CORRUPT, "_i"])
+        good = result.drop_columns([CORRUPT])
         if malformed:
             good = good.filter(pc.invert(pc.is_valid(corrupt)))
         schema = self._connect_schemas.get(good.schema)
@@ -398,6 +390,68 @@ class FileSourceTask(SourceTask):
         return [self._malformed(ln) if i in bad
                 else self._record(ln.state, schema, next(structs), ln.line, ln.end)
                 for i, ln in enumerate(lines)]
+
+    def _parse_with(self, spark: SparkSession, lines: list[Line],
+                    ddl: str) -> tuple[pa.Table, list[bool] | None]:
+        """One Spark job: the parsed rows in line order, and for an inferred json schema
+        which lines carry top-level fields it lacks (None when none do)."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StructType
+
+        table = pa.table({"value": [ln.text for ln in lines],
+                          "_i": pa.array(range(len(lines)), pa.int64())})
+        df: DataFrame = spark.createDataFrame(table)
+        opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+        full = f"{ddl}, {CORRUPT} STRING"
+        cols = []
+        if self.format == "csv":
+            opts["sep"] = self.delimiter
+            parsed = F.from_csv(F.col("value"), full, opts)
+        else:
+            parsed = F.from_json(F.col("value"), full, opts)
+            if not self._schema_given:
+                known = [f.name for f in StructType.fromDDL(ddl).fields]
+                cols.append(F.coalesce(F.exists(F.json_object_keys("value"),
+                                                lambda k: ~k.isin(known)),
+                                       F.lit(False)).alias("_x"))
+        try:
+            result = df.select(parsed.alias("p"), "_i", *cols).select("p.*", "_i", *(
+                ["_x"] if cols else [])).toArrow()
+        except Exception as e:
+            raise DataError(f"Spark could not parse {self.format} lines of {self.path} "
+                            f"with schema {ddl!r}: {e}") from e
+        result = result.sort_by("_i").drop_columns(["_i"])
+        widen = None
+        if cols:
+            flags = result.column("_x")
+            result = result.drop_columns(["_x"])
+            if pc.any(flags).as_py():
+                widen = flags.to_pylist()
+        return result, widen
+
+    def _widen(self, spark: SparkSession, lines: list[Line]) -> str:
+        """Append the fields these lines add to the inferred schema; known fields keep
+        their types (a line whose value does not fit is malformed, not silently cast)."""
+        from pyspark.sql.types import StructType
+
+        current = StructType.fromDDL(self._schema_ddl or "")
+        names = {f.name for f in current.fields}
+        added = [f for f in self._infer_fields(spark, lines) if f.name not in names]
+        self._schema_ddl = StructType([*current.fields, *added]).toDDL()
+        log.info("Widened the schema for %s with %s: %s", self.path,
+                 [f.name for f in added], self._schema_ddl)
+        return self._schema_ddl
+
+    def _check_headers(self, lines: list[Line]) -> None:
+        """An inferred csv schema takes its columns from the first header: a file with
+        another header would be parsed by position into the wrong columns, so refuse."""
+        for st in {id(ln.state): ln.state for ln in lines}.values():
+            if st.header is None:
+                st.header = self._header_of(st.path)
+            if st.header.strip() != (self._csv_header_line or "").strip():
+                raise DataError(f"{st.path} has the csv header {st.header!r} but this task "
+                                f"inferred its schema from the header {self._csv_header_line!r}"
+                                ": give the files of one connector one layout, or set `schema`")
 
     def _malformed(self, ln: Line) -> MalformedLine:
         start = ln.end - len(ln.text.encode("utf-8")) - 1
@@ -419,10 +473,23 @@ class FileSourceTask(SourceTask):
         reporter.report(record, err)
 
     def _infer(self, spark: SparkSession, lines: list[Line]) -> str:
-        """Infer the schema once, from the first lines read (and the csv header)."""
+        """Infer the schema from the first lines read (and the csv header)."""
+        from pyspark.sql.types import StructType
+
+        fields = self._infer_fields(spark, lines)
+        if not fields:
+            bad = self._malformed(lines[0])
+            raise DataError(f"Cannot infer a schema: {bad.describe()}")
+        self._schema_ddl = StructType(fields).toDDL()
+        log.info("Inferred schema for %s: %s", self.path, self._schema_ddl)
+        return self._schema_ddl
+
+    def _infer_fields(self, spark: SparkSession, lines: list[Line]) -> list[Any]:
         sample = [ln.text for ln in lines[:_INFER_SAMPLE]]
         if self.format == "csv" and self.csv_header:
             header = lines[0].state.header or self._header_of(lines[0].state.path)
+            if self._csv_header_line is None:
+                self._csv_header_line = header
             sample = [header, *sample]
         try:
             rdd = spark.sparkContext.parallelize(sample, 1)
@@ -434,15 +501,7 @@ class FileSourceTask(SourceTask):
                                       sep=self.delimiter).schema
         else:
             inferred = spark.read.json(reader).schema
-        fields = [f for f in inferred.fields if f.name != CORRUPT]
-        if not fields:
-            bad = self._malformed(lines[0])
-            raise DataError(f"Cannot infer a schema: {bad.describe()}")
-        from pyspark.sql.types import StructType
-
-        self._schema_ddl = StructType(fields).toDDL()
-        log.info("Inferred schema for %s: %s", self.path, self._schema_ddl)
-        return self._schema_ddl
+        return [f for f in inferred.fields if f.name != CORRUPT]
 
     @staticmethod
     def _header_of(path: str) -> str:

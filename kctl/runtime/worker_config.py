@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import socket
 from collections.abc import Mapping
 from pathlib import Path
@@ -120,19 +121,38 @@ def parse_properties(text: str) -> dict[str, str]:
     return props
 
 
+def describe_yaml_error(error: yaml.YAMLError) -> str:
+    """PyYAML's message on one line (it spans several, with a caret drawing), plus where."""
+    if isinstance(error, yaml.MarkedYAMLError):
+        mark = error.problem_mark or error.context_mark
+        what = " ".join(filter(None, [error.problem, f"({error.context})" if error.context
+                                      else None])) or "syntax error"
+        return f"{what} at line {mark.line + 1}, column {mark.column + 1}" if mark else what
+    return " ".join(str(error).split())
+
+
+def read_text_file(path: str | Path, what: str) -> str:
+    """A file's text, or a ConfigError naming it: missing, unreadable or not UTF-8."""
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot read {what} {p}: {e.strerror or e}", source=str(p)) from e
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"cannot read {what} {p}: not UTF-8 text (byte {e.start})",
+                          source=str(p)) from e
+
+
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """Read YAML, JSON or .properties into a flat dict of dotted keys."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise ConfigError(f"cannot read config file {p}: {e.strerror}", source=str(p)) from e
+    text = read_text_file(p, "config file")
     if p.suffix in (".properties", ".conf"):
         return parse_properties(text)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise ConfigError(f"{p}: not valid YAML: {e}", source=str(p)) from e
+        raise ConfigError(f"{p}: not valid YAML: {describe_yaml_error(e)}", source=str(p)) from e
     if data is None:
         return {}
     if not isinstance(data, Mapping):
@@ -154,10 +174,12 @@ class WorkerConfig(AbstractConfig):
                     f"unknown worker config key {key!r}{hint}; expected one of the keys in "
                     f"docs/configuration.md or a {', '.join(PASS_THROUGH_PREFIXES)} "
                     "pass-through key"]
-        try:
-            super().__init__(WORKER_CONFIG, {k: v for k, v in props.items() if k in known})
-        except ValidationError as e:
-            problems.update(e.errors)
+        known_props = {k: v for k, v in props.items() if k in known}
+        checked = WORKER_CONFIG.validate(known_props)
+        problems.update({cv.name: list(cv.errors) for cv in checked if cv.errors})
+        values = {cv.name: cv.value for cv in checked if not cv.errors}
+        for key, message in _check_values(values, props):
+            problems.setdefault(key, []).append(message)
         if problems:
             # every problem at once: fixing a file one error per start is tedious
             lines = [m for msgs in problems.values() for m in msgs]
@@ -166,9 +188,8 @@ class WorkerConfig(AbstractConfig):
             err = ValidationError(message, problems)
             err.key, err.source = next(iter(problems)), source
             raise err
+        super().__init__(WORKER_CONFIG, known_props)
         self.originals = dict(props)  # pass-through keys (spark.*, producer.*, ...) included
-        for url in self.get_list("listeners"):
-            parse_listener(url, source)
 
     @classmethod
     def from_file(cls, path: str | Path | None) -> WorkerConfig:
@@ -201,6 +222,70 @@ class WorkerConfig(AbstractConfig):
             return wid
         host, _ = self.listener()
         return f"{host if host not in ('0.0.0.0', '') else socket.gethostname()}:{port}"
+
+
+_LOCAL_MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?")
+
+
+def _check_values(values: Mapping[str, Any], props: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(key, message) for values that parse but cannot work.
+
+    Checked here, before the worker creates anything under state.dir, so a typo in
+    spark.master or a converter class never leaves a half-initialised state directory.
+    Keys that failed to parse are absent from `values` and already reported.
+    """
+    problems: list[tuple[str, str]] = []
+
+    def invalid(key: str, value: Any, why: str) -> None:
+        problems.append((key, f"Invalid value {value!r} for configuration {key}: {why}"))
+
+    for url in values.get("listeners") or []:
+        try:
+            parse_listener(url, "")
+        except ConfigError:
+            invalid("listeners", url, "expected http://HOST:PORT (https is not supported yet)")
+    if "spark.master" in values:
+        master = str(values["spark.master"]).strip()
+        from kctl.runtime.spark import master_kind
+
+        try:
+            kind = master_kind(master)
+        except ConfigError:
+            kind = None
+        if kind is None or (kind == "local" and not _LOCAL_MASTER.fullmatch(master)) or \
+                (kind != "local" and not master.split("://", 1)[1].strip("/")):
+            invalid("spark.master", master, "expected local, local[N], local[*], "
+                    "spark://HOST:PORT or sc://HOST:PORT")
+    for key in ("key.converter", "value.converter"):
+        if key in values:
+            problems.extend(_check_converter(key, str(values[key]), props))
+    for entry in values.get("plugin.path") or []:
+        path = Path(entry)
+        if not path.exists():
+            invalid("plugin.path", entry, "no such directory")
+        elif not path.is_dir():
+            invalid("plugin.path", entry, "not a directory")
+    state_dir = values.get("state.dir")
+    if state_dir and Path(os.path.expanduser(str(state_dir))).exists() and \
+            not Path(os.path.expanduser(str(state_dir))).is_dir():
+        invalid("state.dir", state_dir, "exists and is not a directory")
+    return problems
+
+
+def _check_converter(key: str, name: str, props: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The converter class resolves and accepts its `<key>.` settings, as tasks will need."""
+    from kctl.errors import PluginError
+    from kctl.runtime.converters import load_converter
+
+    prefix = key + "."
+    settings = {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)}
+    try:
+        load_converter(name, settings, key == "key.converter")
+    except PluginError as e:
+        return [(key, f"Invalid value {name!r} for configuration {key}: {e}")]
+    except ConfigError as e:  # the converter's message names the prefixed key already
+        return [(e.key if e.key and e.key.startswith(prefix) else key, str(e))]
+    return []
 
 
 def parse_listener(url: str, source: str) -> tuple[str, int]:

@@ -17,13 +17,16 @@ def test_yaml_with_nested_spark_keys(tmp_path):
 
 
 def test_properties_file(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
     f = tmp_path / "worker.properties"
     f.write_text("# comment\nbootstrap.servers=localhost:9092\noffset.flush.interval.ms: 500\n"
-                 "plugin.path=/a,\\\n  /b\n")
+                 f"plugin.path={a},\\\n  {b}\n")
     cfg = WorkerConfig.from_file(f)
     assert cfg.get_list("bootstrap.servers") == ["localhost:9092"] and not cfg.embedded
     assert cfg.get_int("offset.flush.interval.ms") == 500
-    assert cfg.get_list("plugin.path") == ["/a", "/b"]
+    assert cfg.get_list("plugin.path") == [str(a), str(b)]
 
 
 def test_unknown_key_names_key_file_and_suggestion(tmp_path):
@@ -59,3 +62,76 @@ def test_every_problem_in_a_file_is_reported_at_once(tmp_path):
     assert "'ofset.flush.interval.ms' (did you mean 'offset.flush.interval.ms'?)" in msg
     assert "'soon'" in msg and "offset.flush.interval.ms" in msg
     assert e.value.key == "ofset.flush.interval.ms" and e.value.source == str(f)
+
+
+@pytest.mark.parametrize("master", ["yarn", "local[x]", "local[2", "spark://", "sc://", "k8s://h"])
+def test_a_spark_master_spark_cannot_use_is_refused_naming_key_and_file(master):
+    with pytest.raises(ConfigError) as e:
+        WorkerConfig({"spark.master": master}, "w.yaml")
+    msg = str(e.value)
+    assert msg.startswith("w.yaml: ") and "spark.master" in msg and repr(master) in msg
+    assert "spark://HOST:PORT" in msg and e.value.key == "spark.master"
+
+
+@pytest.mark.parametrize("master", ["local", "local[4]", "local[*]", "local[2,3]",
+                                    "spark://10.0.0.1:7077", "sc://localhost:15002"])
+def test_the_spark_masters_kctl_supports_are_accepted(master):
+    assert WorkerConfig({"spark.master": master}).spark_conf()["spark.master"] == master
+
+
+def test_converters_must_resolve_and_accept_their_settings():
+    with pytest.raises(ConfigError) as e:
+        WorkerConfig({"key.converter": "NoSuchConverter",
+                      "value.converter": "json", "value.converter.schemas.enable": "maybe"},
+                     "w.yaml")
+    assert set(e.value.errors) == {"key.converter", "value.converter.schemas.enable"}
+    msg = str(e.value)
+    assert msg.startswith("w.yaml: 2 problems:")
+    assert "'NoSuchConverter'" in msg and "StringConverter" in msg  # names the known ones
+    assert "'maybe'" in msg
+    ok = WorkerConfig({"key.converter": "org.apache.kafka.connect.storage.StringConverter",
+                       "value.converter": "kctl.runtime.converters.ByteArrayConverter"})
+    assert ok.get_str("key.converter").endswith("StringConverter")
+
+
+def test_plugin_path_entries_must_be_existing_directories(tmp_path):
+    plain = tmp_path / "plugin.py"
+    plain.write_text("")
+    missing = tmp_path / "nowhere"
+    with pytest.raises(ConfigError) as e:
+        WorkerConfig({"plugin.path": [str(tmp_path), str(missing), str(plain)]}, "w.yaml")
+    msg = str(e.value)
+    assert set(e.value.errors) == {"plugin.path"} and msg.startswith("w.yaml: 2 problems:")
+    assert f"'{missing}' for configuration plugin.path: no such directory" in msg
+    assert f"'{plain}' for configuration plugin.path: not a directory" in msg
+
+
+def test_a_state_dir_that_is_a_file_is_refused(tmp_path):
+    f = tmp_path / "state"
+    f.write_text("")
+    with pytest.raises(ConfigError, match=r"state\.dir.*not a directory"):
+        WorkerConfig({"state.dir": str(f)}, "w.yaml")
+
+
+def test_semantic_problems_are_reported_with_parse_problems_at_once(tmp_path):
+    with pytest.raises(ConfigError) as e:
+        WorkerConfig({"offset.flush.interval.ms": "soon", "spark.master": "yarn",
+                      "listeners": "127.0.0.1:8083", "bogus": 1}, "w.yaml")
+    assert set(e.value.errors) == {"offset.flush.interval.ms", "spark.master", "listeners",
+                                   "bogus"}
+    assert str(e.value).startswith("w.yaml: 4 problems:")
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (b"state.dir: [unclosed\n", "not valid YAML: "),
+    (b"\xff\xfe not text", "not UTF-8"),
+])
+def test_unreadable_files_are_one_line_errors_naming_the_file(tmp_path, content, fragment):
+    f = tmp_path / "w.yaml"
+    f.write_bytes(content)
+    with pytest.raises(ConfigError) as e:
+        load_config_file(f)
+    assert str(f) in str(e.value) and fragment in str(e.value)
+    assert "\n" not in str(e.value)  # PyYAML's caret drawing is folded into one line
+    with pytest.raises(ConfigError, match=r"cannot read config file .*missing\.yaml"):
+        load_config_file(tmp_path / "missing.yaml")

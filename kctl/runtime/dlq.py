@@ -8,6 +8,7 @@ and converters, so a fixed transform config lets them through.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -15,25 +16,39 @@ from typing import Any
 
 from kctl.api.records import TopicPartition
 from kctl.runtime.errors import HEADER_PREFIX
-from kctl.transport.base import LogRecord, ProducerRecord, Transport
+from kctl.transport.base import LogRecord, Producer, ProducerRecord, Transport
+
+log = logging.getLogger("kctl.dlq")
 
 
-def read_topic(transport: Transport, topic: str, *, idle_s: float = 1.0,
-               limit: int | None = None) -> list[LogRecord]:
-    """Everything in `topic` from the beginning, stopping when nothing new arrives."""
+def read_topic(transport: Transport, topic: str, *, limit: int | None = None,
+               stall_s: float = 30.0) -> list[LogRecord]:
+    """Everything in `topic` from the beginning to the end it has while it is read.
+
+    Each partition is read until the consumer's position reaches its end offset, so a broker
+    slow to answer makes this wait rather than return early with nothing. Only when no
+    partition makes progress for `stall_s` does it give up, with what it has read.
+    """
     partitions = transport.admin().list_topics().get(topic)
     if partitions is None:
         return []
     consumer = transport.consumer(None, {"kctl.passive": "true"})
     out: list[LogRecord] = []
     try:
-        consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
-        last = time.monotonic()
-        while time.monotonic() - last < idle_s and (limit is None or len(out) < limit):
+        pending = {TopicPartition(topic, p) for p in range(partitions)}
+        consumer.assign(sorted(pending))
+        progress = time.monotonic()
+        while pending and (limit is None or len(out) < limit):
             batch = consumer.poll_batch(1000, 0.2)
             if batch:
                 out.extend(batch)
-                last = time.monotonic()
+                progress = time.monotonic()
+            ends = consumer.end_offsets(pending)
+            pending = {tp for tp in pending if consumer.position(tp) < ends[tp]}
+            if pending and time.monotonic() - progress > stall_s:
+                log.warning("Reading %s: no progress for %.0fs on %s; returning %d record(s)",
+                            topic, stall_s, sorted(pending), len(out))
+                break
     finally:
         consumer.close()
     out.sort(key=lambda r: (r.timestamp, r.partition, r.offset))
@@ -77,8 +92,14 @@ def describe(record: LogRecord) -> dict[str, Any]:
 def replay(records: list[LogRecord], transport: Transport, *, to_topic: str | None,
            is_source: bool,
            resend_source: Callable[[LogRecord, str], ProducerRecord | None]) -> int:
-    """Re-send DLQ records; returns how many were produced."""
-    producer = transport.producer()
+    """Re-send DLQ records; returns how many were produced.
+
+    The producer is the connector's (worker `producer.*` under its `producer.override.*`)
+    when `resend_source` can make one (`new_producer`, as the worker's SourceReplayer can),
+    so a replay writes with the same settings as the task did.
+    """
+    new_producer: Callable[[], Producer] | None = getattr(resend_source, "new_producer", None)
+    producer = new_producer() if new_producer is not None else transport.producer()
     sent = 0
     errors: list[BaseException] = []
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypeVar
 
-from kctl.api.records import SourceRecord
+from kctl.api.records import ConnectRecord, SourceRecord
 from kctl.errors import ConnectError, RetriableError
 from kctl.transport.base import LogRecord, Producer, ProducerRecord
 
@@ -74,7 +75,7 @@ class ErrorReporter:
         raise NotImplementedError
 
     def close(self) -> None:
-        pass
+        """Release what the reporter holds (the DLQ producer); the task calls it on stop."""
 
 
 class LogReporter(ErrorReporter):
@@ -101,8 +102,9 @@ def _jsonable(v: Any) -> Any:
     return v
 
 
-def source_record_payload(record: SourceRecord) -> tuple[bytes | None, bytes | None]:
-    """Bytes for a failed source record: plain JSON of key and value, repr when not JSON-able."""
+def source_record_payload(record: ConnectRecord) -> tuple[bytes | None, bytes | None]:
+    """Bytes for a record no converter could encode: plain JSON of key and value, repr when
+    not JSON-able (a record reaches the DLQ in some form rather than not at all)."""
 
     def enc(v: Any) -> bytes | None:
         if v is None:
@@ -126,8 +128,18 @@ class DeadLetterQueueReporter(ErrorReporter):
         self.topic = topic
         self.context_headers = context_headers
         self.failures: list[BaseException] = []
+        self.closed = False
+        # reports may come from the task thread and from a sink's own threads (KIP-610)
+        self._lock = threading.Lock()
 
     def report(self, ctx: ErrorContext) -> None:
+        with self._lock:
+            self._report(ctx)
+
+    def _report(self, ctx: ErrorContext) -> None:
+        if self.closed:
+            raise ConnectError(f"Could not write to dead letter queue {self.topic}: "
+                               "the task has stopped")
         if ctx.consumed is not None:
             key, value = ctx.consumed.key, ctx.consumed.value
             headers = list(ctx.consumed.headers)
@@ -141,7 +153,9 @@ class DeadLetterQueueReporter(ErrorReporter):
             headers = [(h.key, None if h.value is None else str(h.value).encode())
                        for h in ctx.source.headers]
         else:
-            return
+            # a skipped record that cannot be written would be lost without a trace
+            raise ConnectError(f"Could not write to dead letter queue {self.topic}: the "
+                               f"{ctx.stage.value} failure carries no record")
         if self.context_headers:
             headers.extend(error_headers(ctx))
         self.producer.send(ProducerRecord(self.topic, value, key, headers=tuple(headers)),
@@ -166,7 +180,11 @@ class DeadLetterQueueReporter(ErrorReporter):
             self.failures.append(err)
 
     def close(self) -> None:
-        self.producer.flush(10)
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            self.producer.close()  # flushes first
 
 
 def error_headers(ctx: ErrorContext) -> list[tuple[str, bytes | None]]:
@@ -209,7 +227,7 @@ class RetryWithToleranceOperator:
         tolerance: Tolerance = Tolerance.NONE,
         reporters: list[ErrorReporter] | None = None,
         clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], Any] = time.sleep,
         should_stop: Callable[[], bool] = lambda: False,
     ):
         self.connector = connector
@@ -273,14 +291,25 @@ class RetryWithToleranceOperator:
         self.total_skipped += 1
         return FAILED
 
+    def close(self) -> None:
+        """Close every reporter (each DLQ reporter owns a producer); never raises."""
+        for r in self.reporters:
+            try:
+                r.close()
+            except Exception as e:
+                log.warning("Closing error reporter %s of %s-%s failed: %s",
+                            type(r).__name__, self.connector, self.task, e)
+
 
 def operator_from_config(cfg: Mapping[str, Any], *, connector: str, task: int,
                          reporters: list[ErrorReporter],
-                         should_stop: Callable[[], bool]) -> RetryWithToleranceOperator:
+                         should_stop: Callable[[], bool],
+                         sleep: Callable[[float], Any] = time.sleep) -> RetryWithToleranceOperator:
+    """`sleep` should wake when the task is asked to stop, so a backoff never delays a stop."""
     return RetryWithToleranceOperator(
         connector=connector, task=task,
         retry_timeout_ms=int(cfg["errors.retry.timeout"]),
         retry_delay_max_ms=int(cfg["errors.retry.delay.max.ms"]),
         tolerance=Tolerance(str(cfg["errors.tolerance"]).lower()),
-        reporters=reporters, should_stop=should_stop,
+        reporters=reporters, should_stop=should_stop, sleep=sleep,
     )

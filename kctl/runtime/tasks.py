@@ -37,7 +37,13 @@ from kctl.api.records import (
     TopicPartition,
 )
 from kctl.errors import ConnectError, RetriableError
-from kctl.runtime.errors import FAILED, RetryWithToleranceOperator, Stage, Tolerance
+from kctl.runtime.errors import (
+    FAILED,
+    RetryWithToleranceOperator,
+    Stage,
+    Tolerance,
+    source_record_payload,
+)
 from kctl.runtime.states import State
 from kctl.transport.base import Consumer, LogRecord, Producer, ProducerRecord
 
@@ -137,6 +143,10 @@ class WorkerTask:
     @property
     def stopping(self) -> bool:
         return self._stopping.is_set()
+
+    def wait_unless_stopping(self, seconds: float) -> bool:
+        """Sleep for a backoff, waking at once when a stop is requested; True if stopping."""
+        return self._stopping.wait(seconds)
 
     # -- task thread ---------------------------------------------------------------------
     def _run(self) -> None:
@@ -444,11 +454,13 @@ class WorkerSourceTask(WorkerTask):
                              Stage.KEY_CONVERTER, kc_name, source=rec)
             if key is FAILED:
                 self.submitted.ack(entry)
+                self.task.commit_record(rec, None)
                 continue
             value = op.execute(lambda t=tr: vc.from_connect_data(t.topic, t.value_schema, t.value, t.headers),
                                Stage.VALUE_CONVERTER, vc_name, source=rec)
             if value is FAILED:
                 self.submitted.ack(entry)
+                self.task.commit_record(rec, None)
                 continue
             headers: tuple = ()
             if tr.headers:
@@ -528,7 +540,10 @@ class WorkerSourceTask(WorkerTask):
                 self.task.stop()
             finally:
                 _close_transforms(self.transforms)
-                self.producer.close()
+                try:
+                    self.producer.close()
+                finally:
+                    self.operator.close()
 
 
 def _raise(err: BaseException) -> Any:
@@ -578,21 +593,32 @@ class _SinkTaskContext:
 
 
 class _ErrantRecordReporter:
-    """KIP-610: a sink reports one record; it goes through the same tolerance and DLQ."""
+    """KIP-610: a sink reports one record; it goes through the same tolerance and DLQ.
+
+    A record of the batch being put is dead-lettered as the bytes that were consumed. A
+    sink may also report later (one that buffers and finds the problem when it flushes);
+    then the record is serialised again with the task's converters, as Kafka Connect does,
+    so it reaches the DLQ whenever it is reported.
+    """
 
     def __init__(self, owner: WorkerSinkTask):
         self._owner = owner
 
     def report(self, record: SinkRecord, error: BaseException) -> None:
-        consumed = self._owner.originals.get((record.original_topic or record.topic,
-                                              record.original_kafka_partition
-                                              if record.original_kafka_partition is not None
-                                              else record.kafka_partition,
-                                              record.original_kafka_offset
-                                              if record.original_kafka_offset is not None
-                                              else record.kafka_offset))
-        self._owner.operator.execute(lambda: _raise(error), Stage.TASK_PUT,
-                                     _class_name(self._owner.task), consumed=consumed)
+        owner = self._owner
+        where = _original_position(record)
+        consumed = owner.originals.get(where) or owner.reserialise(record, where)
+        owner.operator.execute(lambda: _raise(error), Stage.TASK_PUT,
+                               _class_name(owner.task), consumed=consumed)
+
+
+def _original_position(record: SinkRecord) -> tuple[str, int, int]:
+    """Where the record was consumed, even when a transform renamed its topic."""
+    partition = (record.original_kafka_partition if record.original_kafka_partition is not None
+                 else record.kafka_partition)
+    offset = (record.original_kafka_offset if record.original_kafka_offset is not None
+              else record.kafka_offset)
+    return record.original_topic or record.topic, partition or 0, offset
 
 
 class WorkerSinkTask(WorkerTask):
@@ -725,6 +751,23 @@ class WorkerSinkTask(WorkerTask):
         return op.execute(lambda: self.transforms.apply(sr), Stage.TRANSFORMATION,
                           _transform_class(self.transforms), consumed=rec)
 
+    def reserialise(self, record: SinkRecord, where: tuple[str, int, int]) -> LogRecord:
+        """The bytes of a reported record that is no longer in the current batch: encoded
+        with the task's converters, or as plain JSON when they cannot encode it."""
+        topic, partition, offset = where
+        try:
+            key = self.key_converter.from_connect_data(record.topic, record.key_schema,
+                                                       record.key, record.headers)
+            value = self.value_converter.from_connect_data(record.topic, record.value_schema,
+                                                           record.value, record.headers)
+        except Exception as e:
+            log.warning("Task %s: converters could not encode the reported record at %s-%d@%d "
+                        "(%s); dead-lettering it as plain JSON", self.id, topic, partition,
+                        offset, e)
+            key, value = source_record_payload(record)
+        headers = tuple((h.key, _header_bytes(h.value)) for h in record.headers)
+        return LogRecord(topic, partition, offset, record.timestamp or 0, key, value, headers)
+
     def _deliver(self, batch: list[LogRecord]) -> None:
         records: list[SinkRecord] = []
         track_originals = self.errant_reporter is not None
@@ -736,27 +779,32 @@ class WorkerSinkTask(WorkerTask):
                 records.append(sr)
                 if track_originals:
                     self.originals[(rec.topic, rec.partition, rec.offset)] = rec
-        if records:
-            self._put(records, batch)
+        if records and not self._put(records):
+            return  # stopped before the sink took the batch: its offsets stay uncommitted
         for rec in batch:
             self.current[TopicPartition(rec.topic, rec.partition)] = rec.offset + 1
         self.records_put += len(records)
 
-    def _put(self, records: list[SinkRecord], batch: list[LogRecord]) -> None:
-        """Retriable put failures redeliver the same batch with backoff (as Kafka Connect)."""
+    def _put(self, records: list[SinkRecord]) -> bool:
+        """Retriable put failures redeliver the same batch with backoff (as Kafka Connect).
+
+        Returns False when the task is asked to stop while it waits to retry: the batch is
+        then not delivered, so its offsets are not committed and a restart delivers it.
+        """
         attempt = 0
         while True:
             attempt += 1
             try:
                 self.task.put(records)
-                return
+                return True
             except RetriableError as e:
-                if self.stopping:
-                    raise ConnectError("Task stopped while retrying put") from e
                 delay = self.retry_timeout_ms / 1000 if self.retry_timeout_ms else \
                     self.operator.backoff_ms(attempt) / 1000
                 log.warning("Retriable put failure in %s (attempt %d): %s", self.id, attempt, e)
-                time.sleep(min(delay, 10.0))
+                if self.wait_unless_stopping(min(delay, 10.0)):
+                    log.info("Task %s stopping; %d undelivered record(s) will be redelivered",
+                             self.id, len(records))
+                    return False
             except Exception as e:
                 raise ConnectError(f"Exiting WorkerSinkTask due to unrecoverable exception: {e}") from e
 
@@ -784,4 +832,7 @@ class WorkerSinkTask(WorkerTask):
                 self.task.stop()
             finally:
                 _close_transforms(self.transforms)
-                self.consumer.close()
+                try:
+                    self.consumer.close()
+                finally:
+                    self.operator.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -26,9 +27,68 @@ from kctl.runtime.plugins import Plugins
 from kctl.runtime.states import State, TargetState
 from kctl.runtime.tasks import StatusListener, TaskId, WorkerSinkTask, WorkerSourceTask, WorkerTask
 from kctl.runtime.worker_config import WorkerConfig
-from kctl.transport.base import TopicSpec, Transport
+from kctl.transport.base import Consumer, Producer, TopicSpec, Transport
 
 log = logging.getLogger("kctl.worker")
+
+PRODUCER_OVERRIDE = "producer.override."
+CONSUMER_OVERRIDE = "consumer.override."
+TOPIC_PARTITIONS = "topic.creation.default.partitions"
+TOPIC_REPLICATION = "topic.creation.default.replication.factor"
+
+
+def _topic_setting(cfg: Mapping[str, str], key: str, default: int) -> int:
+    """A positive count, or -1 for the broker's default (as Kafka Connect accepts)."""
+    raw = cfg.get(key)
+    if raw is None or str(raw).strip() == "":
+        return default
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        value = 0
+    if value < 1 and not (value == -1 and key == TOPIC_REPLICATION):
+        allowed = "a positive integer" + (" or -1" if key == TOPIC_REPLICATION else "")
+        raise ConfigError(f"Invalid value {raw!r} for {key}: must be {allowed}", key=key)
+    return value
+
+
+class ClientSettings:
+    """A client's settings: the worker's `producer.*` / `consumer.*` under the connector's
+    `*.override.*`, remembering which key of which config set each, so a setting the client
+    rejects is reported by the key the user wrote."""
+
+    def __init__(self, kind: str, worker_settings: Mapping[str, Any],
+                 connector_config: Mapping[str, str]):
+        self.kind = kind  # "producer" or "consumer"
+        override = f"{kind}.override."
+        self.config: dict[str, Any] = dict(worker_settings)
+        self.origin: dict[str, str] = {k: f"{kind}.{k} (worker)" for k in worker_settings}
+        for k, v in connector_config.items():
+            if k.startswith(override) and len(k) > len(override):
+                name = k[len(override):]
+                self.config[name] = v
+                self.origin[name] = k
+
+    def culprit(self, error: BaseException) -> str | None:
+        """The user key the client's error is about (its name or its quoted value appears in
+        the message; librdkafka may name an alias, e.g. request.required.acks for acks)."""
+        text = str(error)
+        named = [k for k in self.origin if k in text]
+        valued = [k for k in self.origin if f'"{self.config[k]}"' in text]
+        found = named or valued
+        return self.origin[max(found, key=len)] if found else None
+
+    def rejected(self, connector: str, error: BaseException) -> ConfigError:
+        culprit = self.culprit(error)
+        if culprit is not None:
+            key = culprit.split(" ")[0]
+            value = self.config[key.removeprefix(f"{self.kind}.override.")
+                                .removeprefix(f"{self.kind}.")]
+            return ConfigError(f"Invalid {self.kind} setting {culprit} = {value!r} for "
+                               f"connector {connector}: {error}", key=key, source=connector)
+        given = ", ".join(sorted(self.origin.values())) or "none"
+        return ConfigError(f"The {self.kind} of connector {connector} rejected its settings "
+                           f"({given}): {error}", source=connector)
 
 
 class ConnectorListener(StatusListener):
@@ -54,6 +114,45 @@ class _ConnectorContext:
 
     def spark(self) -> Any:
         return self._worker.spark.spark()
+
+
+class SourceReplayer:
+    """`kctl dlq replay` for one connector: re-encodes source DLQ records with its current
+    converters and transforms, and makes the replay's producer with its producer settings
+    (`new_producer`, which `kctl.runtime.dlq.replay` uses), like every other producer of it."""
+
+    def __init__(self, worker: Worker, connector_config: Mapping[str, str]):
+        self._worker = worker
+        self._config = dict(connector_config)
+        self._name = str(connector_config.get("name", ""))
+        self._settings = worker.producer_settings(connector_config)
+        self._kc = worker._converter(connector_config, "key.converter")
+        self._vc = worker._converter(connector_config, "value.converter")
+        self._transforms = worker._transforms(connector_config)
+
+    @property
+    def producer_config(self) -> dict[str, Any]:
+        return dict(self._settings.config)
+
+    def new_producer(self) -> Producer:
+        return self._worker.new_producer(self._name, self._settings)
+
+    def __call__(self, rec: Any, topic: str) -> Any:
+        from kctl.api.records import SourceRecord
+        from kctl.transport.base import ProducerRecord
+
+        kc, vc = self._kc, self._vc
+        key = kc.to_connect_data(topic, rec.key)
+        value = vc.to_connect_data(topic, rec.value)
+        sr = SourceRecord(topic, None, key.schema, key.value, value.schema, value.value)
+        if self._transforms is not None:
+            sr = self._transforms.apply(sr)
+            if sr is None:
+                return None
+        self._worker.ensure_topic(sr.topic, connector_config=self._config)
+        return ProducerRecord(sr.topic, vc.from_connect_data(sr.topic, sr.value_schema, sr.value),
+                              kc.from_connect_data(sr.topic, sr.key_schema, sr.key),
+                              sr.kafka_partition)
 
 
 class WorkerConnector:
@@ -200,7 +299,30 @@ class Worker:
 
         return TransformationChain.from_config(config)
 
-    def _reporters(self, name: str, parsed: Mapping[str, Any],
+    # -- clients: every producer of a connector (its task's, its DLQ's, a replay's) and its
+    # consumer take the worker's settings under the connector's overrides, as Kafka Connect
+    def producer_settings(self, connector_config: Mapping[str, str]) -> ClientSettings:
+        return ClientSettings("producer", self.config.with_prefix("producer."), connector_config)
+
+    def consumer_settings(self, connector_config: Mapping[str, str]) -> ClientSettings:
+        return ClientSettings("consumer", self.config.with_prefix("consumer."), connector_config)
+
+    def new_producer(self, connector: str, settings: ClientSettings) -> Producer:
+        """A producer with these settings; a setting the client rejects is a ConfigError
+        naming the key, which fails the task (never the worker)."""
+        try:
+            return self.transport.producer(settings.config)
+        except Exception as e:
+            raise settings.rejected(connector, e) from e
+
+    def new_consumer(self, connector: str, group_id: str | None,
+                     settings: ClientSettings) -> Consumer:
+        try:
+            return self.transport.consumer(group_id, settings.config)
+        except Exception as e:
+            raise settings.rejected(connector, e) from e
+
+    def _reporters(self, name: str, parsed: Mapping[str, Any], connector_config: Mapping[str, str],
                    key_conv: Converter, value_conv: Converter) -> list[ErrorReporter]:
         reporters: list[ErrorReporter] = []
         if parsed["errors.log.enable"]:
@@ -213,18 +335,27 @@ class Worker:
                         value_conv.from_connect_data(r.topic, r.value_schema, r.value))
 
             reporters.append(DeadLetterQueueReporter(
-                self.transport.producer(self.config.with_prefix("producer.")), dlq,
+                self.new_producer(name, self.producer_settings(connector_config)), dlq,
                 context_headers=parsed["errors.deadletterqueue.context.headers.enable"],
                 encode_source=encode))
         return reporters
 
-    def ensure_topic(self, topic: str, *, replication: int | None = None) -> None:
+    def topic_creation(self, connector_config: Mapping[str, str] | None = None) -> tuple[int, int]:
+        """Partitions and replication factor of topics a connector creates: the connector's
+        `topic.creation.default.*` (as a Kafka Connect source may set them), else the worker's."""
+        cfg = connector_config or {}
+        partitions = _topic_setting(cfg, TOPIC_PARTITIONS, self.config.get_int(TOPIC_PARTITIONS))
+        replication = _topic_setting(cfg, TOPIC_REPLICATION,
+                                     self.config.get_int(TOPIC_REPLICATION))
+        return partitions, replication
+
+    def ensure_topic(self, topic: str, *, replication: int | None = None,
+                     connector_config: Mapping[str, str] | None = None) -> None:
         if topic in self._admin.list_topics():
             return
+        partitions, default_replication = self.topic_creation(connector_config)
         self._admin.create_topics([TopicSpec(
-            topic, self.config.get_int("topic.creation.default.partitions"),
-            replication if replication is not None else
-            self.config.get_int("topic.creation.default.replication.factor"))])
+            topic, partitions, replication if replication is not None else default_replication)])
 
     def start_task(self, task_id: TaskId, connector_config: dict[str, str],
                    task_config: dict[str, str], target: TargetState) -> bool:
@@ -255,80 +386,99 @@ class Worker:
         key_conv = self._converter(connector_config, "key.converter")
         value_conv = self._converter(connector_config, "value.converter")
         transforms = self._transforms(connector_config)
-        reporters = self._reporters(task_id.connector, parsed, key_conv, value_conv)
+        reporters = self._reporters(task_id.connector, parsed, connector_config,
+                                    key_conv, value_conv)
         holder: list[WorkerTask] = []
+
+        def backoff(seconds: float) -> None:
+            if holder:
+                holder[0].wait_unless_stopping(seconds)
+            else:
+                time.sleep(seconds)
+
         operator = operator_from_config(parsed, connector=task_id.connector, task=task_id.task,
                                         reporters=reporters,
-                                        should_stop=lambda: bool(holder) and holder[0].stopping)
-        common = dict(status=self.status, key_converter=key_conv, value_converter=value_conv,
-                      transforms=transforms, operator=operator, spark=self.spark,
-                      paused=target is TargetState.PAUSED,
-                      commit_interval_ms=self.config.get_int("offset.flush.interval.ms"))
-        wt: WorkerTask
-        if is_sink:
-            topics = list(parsed["topics"])
-            for t in topics:
-                self.ensure_topic(t)
-            consumer_conf = {**self.config.with_prefix("consumer."),
-                             **{k[len("consumer.override."):]: v for k, v in connector_config.items()
-                                if k.startswith("consumer.override.")}}
-            wt = WorkerSinkTask(
-                task_id, task_cls(), task_config,
-                consumer=self.transport.consumer(f"connect-{task_id.connector}", consumer_conf),
-                topics=topics, topics_regex=parsed["topics.regex"] or None,
-                list_topics=lambda: list(self._admin.list_topics()),
-                max_poll_records=parsed["consumer.max.poll.records"],
-                has_reporters=bool(reporters), **common)
-            for t in topics:
-                self.status.on_topic_used(task_id.connector, t)
-        else:
-            assert issubclass(task_cls, SourceTask)
-            producer_conf = {**self.config.with_prefix("producer."),
-                             **{k[len("producer.override."):]: v for k, v in connector_config.items()
-                                if k.startswith("producer.override.")}}
-
-            def ensure(topic: str, connector: str = task_id.connector) -> None:
-                self.ensure_topic(topic)
-                self.status.on_topic_used(connector, topic)
-
-            wt = WorkerSourceTask(
-                task_id, task_cls(), task_config,
-                producer=self.transport.producer(producer_conf),
-                offset_reader=self.offset_reader(task_id.connector),
-                offset_writer=self.offset_writer(task_id.connector),
-                commit_timeout_ms=self.config.get_int("offset.flush.timeout.ms"),
-                ensure_topic=ensure,
-                partition_count=lambda t: self._admin.list_topics().get(t, 1),
-                exactly_once=self.config.get_str("exactly.once.source.support") == "enabled",
-                log_reader=lambda: self.transport.consumer(None, {"kctl.passive": "true"}),
-                stored_offsets=lambda c=task_id.connector: self._stored_offsets(c),
-                **common)
+                                        should_stop=lambda: bool(holder) and holder[0].stopping,
+                                        sleep=backoff)
+        try:
+            wt = self._new_task(task_id, task_cls, connector_config, task_config, target, parsed,
+                                dict(status=self.status, key_converter=key_conv,
+                                     value_converter=value_conv, transforms=transforms,
+                                     operator=operator, spark=self.spark,
+                                     paused=target is TargetState.PAUSED,
+                                     commit_interval_ms=self.config.get_int(
+                                         "offset.flush.interval.ms")),
+                                has_reporters=bool(reporters))
+        except BaseException:
+            operator.close()  # the DLQ producer would otherwise outlive the failed build
+            raise
         holder.append(wt)
         return wt
 
-    def source_replayer(self, connector_config: Mapping[str, str]) -> Callable[..., Any]:
-        """Decode a source DLQ record and send it through the connector's current transforms."""
-        from kctl.api.records import SourceRecord
-        from kctl.transport.base import ProducerRecord
+    def _new_task(self, task_id: TaskId, task_cls: type, connector_config: dict[str, str],
+                  task_config: dict[str, str], target: TargetState, parsed: Mapping[str, Any],
+                  common: dict[str, Any], *, has_reporters: bool) -> WorkerTask:
+        if issubclass(task_cls, SinkTask):
+            topics = list(parsed["topics"])
+            for t in topics:
+                self.ensure_topic(t)
+            settings = self.consumer_settings(connector_config)
+            wt: WorkerTask = WorkerSinkTask(
+                task_id, task_cls(), task_config,
+                consumer=self.new_consumer(task_id.connector, f"connect-{task_id.connector}",
+                                           settings),
+                topics=topics, topics_regex=parsed["topics.regex"] or None,
+                list_topics=lambda: list(self._admin.list_topics()),
+                max_poll_records=self._max_poll_records(connector_config, parsed, settings),
+                has_reporters=has_reporters, **common)
+            for t in topics:
+                self.status.on_topic_used(task_id.connector, t)
+            return wt
+        assert issubclass(task_cls, SourceTask)
 
-        kc = self._converter(connector_config, "key.converter")
-        vc = self._converter(connector_config, "value.converter")
-        transforms = self._transforms(connector_config)
+        def ensure(topic: str, connector: str = task_id.connector) -> None:
+            self.ensure_topic(topic, connector_config=connector_config)
+            self.status.on_topic_used(connector, topic)
 
-        def resend(rec: Any, topic: str) -> ProducerRecord | None:
-            key = kc.to_connect_data(topic, rec.key)
-            value = vc.to_connect_data(topic, rec.value)
-            sr = SourceRecord(topic, None, key.schema, key.value, value.schema, value.value)
-            if transforms is not None:
-                sr = transforms.apply(sr)
-                if sr is None:
-                    return None
-            self.ensure_topic(sr.topic)
-            return ProducerRecord(sr.topic, vc.from_connect_data(sr.topic, sr.value_schema, sr.value),
-                                  kc.from_connect_data(sr.topic, sr.key_schema, sr.key),
-                                  sr.kafka_partition)
+        self.topic_creation(connector_config)  # a bad value fails the task now, not mid-poll
+        return WorkerSourceTask(
+            task_id, task_cls(), task_config,
+            producer=self.new_producer(task_id.connector, self.producer_settings(connector_config)),
+            offset_reader=self.offset_reader(task_id.connector),
+            offset_writer=self.offset_writer(task_id.connector),
+            commit_timeout_ms=self.config.get_int("offset.flush.timeout.ms"),
+            ensure_topic=ensure,
+            partition_count=lambda t: self._admin.list_topics().get(t, 1),
+            exactly_once=self.config.get_str("exactly.once.source.support") == "enabled",
+            log_reader=lambda: self.transport.consumer(None, {"kctl.passive": "true"}),
+            stored_offsets=lambda c=task_id.connector: self._stored_offsets(c),
+            **common)
 
-        return resend
+    @staticmethod
+    def _max_poll_records(connector_config: Mapping[str, str], parsed: Mapping[str, Any],
+                          settings: ClientSettings) -> int:
+        """Most records per put(): `consumer.override.max.poll.records` or the worker's
+        `consumer.max.poll.records` (Kafka Connect's names) unless the connector sets kctl's
+        `consumer.max.poll.records` itself."""
+        if "consumer.max.poll.records" in connector_config:
+            return int(parsed["consumer.max.poll.records"])
+        raw = settings.config.get("max.poll.records")
+        if raw is None:
+            return int(parsed["consumer.max.poll.records"])
+        try:
+            value = int(str(raw))
+        except ValueError:
+            value = 0
+        if value < 1:
+            key = settings.origin["max.poll.records"].split(" ")[0]
+            raise ConfigError(f"Invalid value {raw!r} for {key}: must be a positive integer",
+                              key=key)
+        return value
+
+    def source_replayer(self, connector_config: Mapping[str, str]) -> SourceReplayer:
+        """Decode a source DLQ record and send it through the connector's current transforms;
+        the replay's producer takes the connector's producer settings."""
+        return SourceReplayer(self, connector_config)
 
     def _stored_offsets(self, connector: str) -> list[tuple[dict, dict | None]]:
         from kctl.storage.offsets import list_connector_offsets

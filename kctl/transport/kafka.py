@@ -194,11 +194,18 @@ class KafkaConsumer(Consumer):
             self._c.resume(parts)
 
     def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The broker's answer, or the high watermark the last fetch carried when that is
+        further: neither overstates the end, and some brokers (Tansu) answer ListOffsets
+        "latest" short of it while their fetch responses carry it exactly."""
         out = {}
         for p in partitions:
-            _, high = self._c.get_watermark_offsets(KTP(p.topic, p.partition), timeout=10,
-                                                    cached=False)
-            out[p] = high
+            ktp = KTP(p.topic, p.partition)
+            _, high = self._c.get_watermark_offsets(ktp, timeout=10, cached=False)
+            try:
+                _, fetched = self._c.get_watermark_offsets(ktp, cached=True)
+            except KafkaException:  # nothing fetched from this partition yet
+                fetched = -1
+            out[p] = max(high, fetched)
         return out
 
     def close(self) -> None:

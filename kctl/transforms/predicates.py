@@ -21,12 +21,23 @@ class _Configured(Predicate[Any]):
         self.cfg = self.CONFIG_DEF.parse(props)
 
 
+class _NonEmptyJavaRegex:
+    """Kafka's CompositeValidator.of(NonEmptyString, RegexValidator) for `pattern`."""
+
+    def __call__(self, name: str, value: Any) -> None:
+        NonEmptyString()(name, value)
+        java_regex_validator(name, value)
+
+    def __str__(self) -> str:
+        return "Java regular expression"
+
+
 class TopicNameMatches(_Configured):
     """True for records whose topic fully matches `pattern`."""
 
     CONFIG_DEF = (
         ConfigDef()
-        .define("pattern", ConfigType.STRING, NO_DEFAULT, java_regex_validator, Importance.MEDIUM,
+        .define("pattern", ConfigType.STRING, NO_DEFAULT, _NonEmptyJavaRegex(), Importance.MEDIUM,
                 "A Java regular expression for matching against the name of a record's topic."))
 
     def configure(self, props: Mapping[str, Any]) -> None:

@@ -1,10 +1,226 @@
-_kctl_completion() {
-    local IFS=$'
-'
-    COMPREPLY=( $( env COMP_WORDS="${COMP_WORDS[*]}" \
-                   COMP_CWORD=$COMP_CWORD \
-                   _KCTL_COMPLETE=complete_bash $1 ) )
+# kctl shell completion, generated from the CLI by `python -m kctl.cli.completions`.
+# Do not edit: regenerate after changing commands or options
+# (tests/cli/test_completions.py fails while this file is stale).
+# Install: source it from ~/.bashrc, or copy it to
+# ~/.local/share/bash-completion/completions/kctl (bash-completion loads it on demand).
+
+# _kctl_command PATH: subcommands (subs), options (opts) and options taking a value
+# (vopts) of the command PATH ("kctl", "kctl connector", ...).
+_kctl_command() {
+    case $1 in
+        'kctl')
+            subs='worker connector plugins dlq rebalance'
+            opts='--url --debug --install-completion --show-completion --help'
+            vopts='--url' ;;
+        'kctl worker')
+            subs='start'
+            opts='--help'
+            vopts='' ;;
+        'kctl worker start')
+            subs=''
+            opts='--help'
+            vopts='' ;;
+        'kctl connector')
+            subs='list get config status create apply patch pause resume stop delete restart validate offsets'
+            opts='--help'
+            vopts='' ;;
+        'kctl connector list')
+            subs=''
+            opts='--output -o --help'
+            vopts='--output -o' ;;
+        'kctl connector get')
+            subs=''
+            opts='--output -o --help'
+            vopts='--output -o' ;;
+        'kctl connector config')
+            subs=''
+            opts='--output -o --help'
+            vopts='--output -o' ;;
+        'kctl connector status')
+            subs=''
+            opts='--output -o --help'
+            vopts='--output -o' ;;
+        'kctl connector create')
+            subs=''
+            opts='--wait --initial-state --timeout --help'
+            vopts='--initial-state --timeout' ;;
+        'kctl connector apply')
+            subs=''
+            opts='--wait --timeout --help'
+            vopts='--timeout' ;;
+        'kctl connector patch')
+            subs=''
+            opts='--help'
+            vopts='' ;;
+        'kctl connector pause')
+            subs=''
+            opts='--help'
+            vopts='' ;;
+        'kctl connector resume')
+            subs=''
+            opts='--help'
+            vopts='' ;;
+        'kctl connector stop')
+            subs=''
+            opts='--help'
+            vopts='' ;;
+        'kctl connector delete')
+            subs=''
+            opts='--help'
+            vopts='' ;;
+        'kctl connector restart')
+            subs=''
+            opts='--include-tasks --only-failed --task --help'
+            vopts='--task' ;;
+        'kctl connector validate')
+            subs=''
+            opts='--output -o --help'
+            vopts='--output -o' ;;
+        'kctl connector offsets')
+            subs='get set reset'
+            opts='--help'
+            vopts='' ;;
+        'kctl connector offsets get')
+            subs=''
+            opts='--output -o --help'
+            vopts='--output -o' ;;
+        'kctl connector offsets set')
+            subs=''
+            opts='--help'
+            vopts='' ;;
+        'kctl connector offsets reset')
+            subs=''
+            opts='--help'
+            vopts='' ;;
+        'kctl plugins')
+            subs='list'
+            opts='--help'
+            vopts='' ;;
+        'kctl plugins list')
+            subs=''
+            opts='--output -o --help'
+            vopts='--output -o' ;;
+        'kctl dlq')
+            subs='show replay'
+            opts='--help'
+            vopts='' ;;
+        'kctl dlq show')
+            subs=''
+            opts='--limit --output -o --help'
+            vopts='--limit --output -o' ;;
+        'kctl dlq replay')
+            subs=''
+            opts='--to --help'
+            vopts='--to' ;;
+        'kctl rebalance')
+            subs='explain'
+            opts='--help'
+            vopts='' ;;
+        'kctl rebalance explain')
+            subs=''
+            opts='--scenario -s --kind --protocol --workers --connectors --tasks --topics --partitions --join --leave --crash --advance --delay --session-timeout --compare --trace --output -o --width --help'
+            vopts='--scenario -s --kind --protocol --workers --connectors --tasks --topics --partitions --join --leave --crash --advance --delay --session-timeout --output -o --width' ;;
+        *)
+            subs='' opts='' vopts='' ;;
+    esac
+}
+
+# _kctl_value PATH OPTION: how to complete OPTION's value: kind=choice (from words),
+# file or none.
+_kctl_value() {
+    case "$1 $2" in
+        'kctl connector list --output'|'kctl connector list -o')
+            kind=choice words='table json yaml' ;;
+        'kctl connector get --output'|'kctl connector get -o')
+            kind=choice words='table json yaml' ;;
+        'kctl connector config --output'|'kctl connector config -o')
+            kind=choice words='table json yaml' ;;
+        'kctl connector status --output'|'kctl connector status -o')
+            kind=choice words='table json yaml' ;;
+        'kctl connector validate --output'|'kctl connector validate -o')
+            kind=choice words='table json yaml' ;;
+        'kctl connector offsets get --output'|'kctl connector offsets get -o')
+            kind=choice words='table json yaml' ;;
+        'kctl plugins list --output'|'kctl plugins list -o')
+            kind=choice words='table json yaml' ;;
+        'kctl dlq show --output'|'kctl dlq show -o')
+            kind=choice words='table json yaml' ;;
+        'kctl rebalance explain --scenario'|'kctl rebalance explain -s')
+            kind=file ;;
+        'kctl rebalance explain --kind')
+            kind=choice words='connect consumer' ;;
+        'kctl rebalance explain --output'|'kctl rebalance explain -o')
+            kind=choice words='table json yaml' ;;
+        *)
+            kind=none ;;
+    esac
+}
+
+# _kctl_argument PATH INDEX: how to complete positional argument INDEX (from 0) of PATH.
+_kctl_argument() {
+    kind=none
+    case $1 in
+        'kctl worker start')
+            case $2 in
+                0) kind=file ;;
+                *) kind=file ;;
+            esac ;;
+        'kctl connector create')
+            case $2 in
+                0) kind=file ;;
+            esac ;;
+        'kctl connector apply')
+            case $2 in
+                0) kind=file ;;
+            esac ;;
+        'kctl connector validate')
+            case $2 in
+                0) kind=file ;;
+            esac ;;
+        'kctl connector offsets set')
+            case $2 in
+                1) kind=file ;;
+            esac ;;
+    esac
+}
+
+_kctl() {
+    local cur=${COMP_WORDS[COMP_CWORD]} path=kctl word i=1 npos=0 value_of=''
+    local subs='' opts='' vopts='' kind=none words=''
+    [[ $cur == = ]] && cur=''  # right after `--opt=`: bash splits words at '='
+    _kctl_command "$path"
+    # Walk the words before the cursor: follow subcommands, skip options' values.
+    while (( i < COMP_CWORD )); do
+        word=${COMP_WORDS[i]}
+        if [[ -n $value_of ]]; then
+            [[ $word == = ]] || value_of=''
+        elif [[ $word == -?* ]]; then
+            [[ " $vopts " == *" $word "* ]] && value_of=$word
+        elif [[ " $subs " == *" $word "* ]]; then
+            path+=" $word" npos=0
+            _kctl_command "$path"
+        else
+            (( npos++ ))
+        fi
+        (( i++ ))
+    done
+    COMPREPLY=()
+    if [[ -n $value_of ]]; then
+        _kctl_value "$path" "$value_of"
+    elif [[ $cur == -* ]]; then
+        kind=choice words=$opts
+    elif [[ -n $subs ]]; then
+        kind=choice words=$subs
+    else
+        _kctl_argument "$path" "$npos"
+    fi
+    if [[ $kind == choice ]]; then
+        COMPREPLY=($(compgen -W "$words" -- "$cur"))
+    fi
+    # file: leave COMPREPLY empty so `complete -o default` offers file names;
+    # otherwise offer no file names (compopt is bash >= 4).
+    [[ $kind == file ]] || compopt +o default 2>/dev/null
     return 0
 }
 
-complete -o default -F _kctl_completion kctl
+complete -o default -F _kctl kctl

@@ -1,1 +1,260 @@
-complete --command kctl --no-files --arguments "(env _KCTL_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) kctl)" --condition "env _KCTL_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) kctl"
+# kctl shell completion, generated from the CLI by `python -m kctl.cli.completions`.
+# Do not edit: regenerate after changing commands or options
+# (tests/cli/test_completions.py fails while this file is stale).
+# Install: copy it to ~/.config/fish/completions/kctl.fish
+
+function __kctl_subcommands --description 'Subcommands of the kctl command path in argv'
+    switch "$argv"
+        case ''
+            printf '%s\n' worker connector plugins dlq rebalance
+        case 'worker'
+            printf '%s\n' start
+        case 'connector'
+            printf '%s\n' list get config status create apply patch pause resume stop delete restart validate offsets
+        case 'connector offsets'
+            printf '%s\n' get set reset
+        case 'plugins'
+            printf '%s\n' list
+        case 'dlq'
+            printf '%s\n' show replay
+        case 'rebalance'
+            printf '%s\n' explain
+    end
+end
+
+function __kctl_value_options --description 'Options of the kctl command path in argv that take a value'
+    switch "$argv"
+        case ''
+            printf '%s\n' --url
+        case 'connector list'
+            printf '%s\n' --output -o
+        case 'connector get'
+            printf '%s\n' --output -o
+        case 'connector config'
+            printf '%s\n' --output -o
+        case 'connector status'
+            printf '%s\n' --output -o
+        case 'connector create'
+            printf '%s\n' --initial-state --timeout
+        case 'connector apply'
+            printf '%s\n' --timeout
+        case 'connector restart'
+            printf '%s\n' --task
+        case 'connector validate'
+            printf '%s\n' --output -o
+        case 'connector offsets get'
+            printf '%s\n' --output -o
+        case 'plugins list'
+            printf '%s\n' --output -o
+        case 'dlq show'
+            printf '%s\n' --limit --output -o
+        case 'dlq replay'
+            printf '%s\n' --to
+        case 'rebalance explain'
+            printf '%s\n' --scenario -s --kind --protocol --workers --connectors --tasks --topics --partitions --join --leave --crash --advance --delay --session-timeout --output -o --width
+    end
+end
+
+# Prints the number of positional words after the last subcommand, then the command path
+# (one word a line), of the command line before the cursor.
+function __kctl_walk --description 'Where the cursor is in the kctl command tree'
+    set -l words (commandline -opc)
+    set -e words[1]
+    set -l path
+    set -l npos 0
+    set -l value 0
+    for word in $words
+        if test $value = 1
+            set value 0
+        else if string match -q -- '-?*' $word
+            contains -- $word (__kctl_value_options $path); and set value 1
+        else if contains -- $word (__kctl_subcommands $path)
+            set -a path $word
+            set npos 0
+        else
+            set npos (math $npos + 1)
+        end
+    end
+    printf '%s\n' $npos $path
+end
+
+function __kctl_at --description 'True when the kctl command path is argv'
+    set -l w (__kctl_walk)
+    set -e w[1]
+    test "$w" = "$argv"
+end
+
+# __kctl_arg N PATH...: the cursor is on positional argument N (from 0; N+ for N or later).
+function __kctl_arg --description 'True when the cursor is on a positional argument'
+    set -l index $argv[1]
+    set -e argv[1]
+    set -l w (__kctl_walk)
+    set -l npos $w[1]
+    set -e w[1]
+    test "$w" = "$argv"; or return 1
+    if string match -q -- '*+' $index
+        test $npos -ge (string trim -r -c + -- $index)
+    else
+        test $npos -eq $index
+    end
+end
+
+# No file names unless a parameter takes one (-F below).
+complete -c kctl -f
+
+# kctl
+complete -c kctl -n '__kctl_at' -a worker -d 'Run a worker.'
+complete -c kctl -n '__kctl_at' -a connector -d 'Manage connectors on a worker.'
+complete -c kctl -n '__kctl_at' -a plugins -d 'Connector plugins the worker knows.'
+complete -c kctl -n '__kctl_at' -a dlq -d 'A connector\'s dead letter queue.'
+complete -c kctl -n '__kctl_at' -a rebalance -d 'Simulate Kafka Connect and consumer group rebalances and explain every round.'
+complete -c kctl -n '__kctl_at' -l url -x -d 'Worker REST URL [default: http://127.0.0.1:8083]'
+complete -c kctl -n '__kctl_at' -l debug -d 'Show tracebacks on errors.'
+complete -c kctl -n '__kctl_at' -l install-completion -d 'Install completion for the current shell.'
+complete -c kctl -n '__kctl_at' -l show-completion -d 'Show completion for the current shell, to copy it or customize the installation.'
+complete -c kctl -n '__kctl_at' -l help -d 'Show this message and exit.'
+
+# kctl worker
+complete -c kctl -n '__kctl_at worker' -a start -d 'Start a standalone worker in the foreground (embedded defaults without CONFIG).'
+complete -c kctl -n '__kctl_at worker' -l help -d 'Show this message and exit.'
+
+# kctl worker start
+complete -c kctl -n '__kctl_at worker start' -l help -d 'Show this message and exit.'
+complete -c kctl -n '__kctl_arg 0 worker start' -F
+complete -c kctl -n '__kctl_arg 1+ worker start' -F
+
+# kctl connector
+complete -c kctl -n '__kctl_at connector' -a list -d 'List connectors with their states.'
+complete -c kctl -n '__kctl_at connector' -a get -d 'Show a connector\'s config and tasks.'
+complete -c kctl -n '__kctl_at connector' -a config -d 'Show a connector\'s config.'
+complete -c kctl -n '__kctl_at connector' -a status -d 'Connector and task states, worker ids and failure traces.'
+complete -c kctl -n '__kctl_at connector' -a create -d 'Create a connector.'
+complete -c kctl -n '__kctl_at connector' -a apply -d 'Create or update a connector, showing the diff.'
+complete -c kctl -n '__kctl_at connector' -a patch -d 'Change some keys of a connector\'s config.'
+complete -c kctl -n '__kctl_at connector' -a pause -d 'Pause a connector and its tasks.'
+complete -c kctl -n '__kctl_at connector' -a resume -d 'Resume a paused connector.'
+complete -c kctl -n '__kctl_at connector' -a stop -d 'Stop a connector: its tasks end, its config stays.'
+complete -c kctl -n '__kctl_at connector' -a delete -d 'Delete a connector.'
+complete -c kctl -n '__kctl_at connector' -a restart -d 'Restart a connector (and its tasks), or one task.'
+complete -c kctl -n '__kctl_at connector' -a validate -d 'Validate a connector config; per-field errors as a table.'
+complete -c kctl -n '__kctl_at connector' -a offsets -d 'Read and change a connector\'s offsets.'
+complete -c kctl -n '__kctl_at connector' -l help -d 'Show this message and exit.'
+
+# kctl connector list
+complete -c kctl -n '__kctl_at connector list' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at connector list' -l help -d 'Show this message and exit.'
+
+# kctl connector get
+complete -c kctl -n '__kctl_at connector get' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at connector get' -l help -d 'Show this message and exit.'
+
+# kctl connector config
+complete -c kctl -n '__kctl_at connector config' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at connector config' -l help -d 'Show this message and exit.'
+
+# kctl connector status
+complete -c kctl -n '__kctl_at connector status' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at connector status' -l help -d 'Show this message and exit.'
+
+# kctl connector create
+complete -c kctl -n '__kctl_at connector create' -l wait -d 'Show progress until RUNNING or FAILED.'
+complete -c kctl -n '__kctl_at connector create' -l initial-state -x -d 'RUNNING, PAUSED or STOPPED'
+complete -c kctl -n '__kctl_at connector create' -l timeout -x -d 'Seconds --wait waits.'
+complete -c kctl -n '__kctl_at connector create' -l help -d 'Show this message and exit.'
+complete -c kctl -n '__kctl_arg 0 connector create' -F
+
+# kctl connector apply
+complete -c kctl -n '__kctl_at connector apply' -l wait -d ''
+complete -c kctl -n '__kctl_at connector apply' -l timeout -x -d ''
+complete -c kctl -n '__kctl_at connector apply' -l help -d 'Show this message and exit.'
+complete -c kctl -n '__kctl_arg 0 connector apply' -F
+
+# kctl connector patch
+complete -c kctl -n '__kctl_at connector patch' -l help -d 'Show this message and exit.'
+
+# kctl connector pause
+complete -c kctl -n '__kctl_at connector pause' -l help -d 'Show this message and exit.'
+
+# kctl connector resume
+complete -c kctl -n '__kctl_at connector resume' -l help -d 'Show this message and exit.'
+
+# kctl connector stop
+complete -c kctl -n '__kctl_at connector stop' -l help -d 'Show this message and exit.'
+
+# kctl connector delete
+complete -c kctl -n '__kctl_at connector delete' -l help -d 'Show this message and exit.'
+
+# kctl connector restart
+complete -c kctl -n '__kctl_at connector restart' -l include-tasks -d ''
+complete -c kctl -n '__kctl_at connector restart' -l only-failed -d ''
+complete -c kctl -n '__kctl_at connector restart' -l task -x -d 'Restart only this task.'
+complete -c kctl -n '__kctl_at connector restart' -l help -d 'Show this message and exit.'
+
+# kctl connector validate
+complete -c kctl -n '__kctl_at connector validate' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at connector validate' -l help -d 'Show this message and exit.'
+complete -c kctl -n '__kctl_arg 0 connector validate' -F
+
+# kctl connector offsets
+complete -c kctl -n '__kctl_at connector offsets' -a get -d 'Committed offsets of a connector.'
+complete -c kctl -n '__kctl_at connector offsets' -a set -d 'Alter offsets of a STOPPED connector.'
+complete -c kctl -n '__kctl_at connector offsets' -a reset -d 'Forget all offsets of a STOPPED connector.'
+complete -c kctl -n '__kctl_at connector offsets' -l help -d 'Show this message and exit.'
+
+# kctl connector offsets get
+complete -c kctl -n '__kctl_at connector offsets get' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at connector offsets get' -l help -d 'Show this message and exit.'
+
+# kctl connector offsets set
+complete -c kctl -n '__kctl_at connector offsets set' -l help -d 'Show this message and exit.'
+complete -c kctl -n '__kctl_arg 1 connector offsets set' -F
+
+# kctl connector offsets reset
+complete -c kctl -n '__kctl_at connector offsets reset' -l help -d 'Show this message and exit.'
+
+# kctl plugins
+complete -c kctl -n '__kctl_at plugins' -a list -d 'Connector plugins the worker can run.'
+complete -c kctl -n '__kctl_at plugins' -l help -d 'Show this message and exit.'
+
+# kctl plugins list
+complete -c kctl -n '__kctl_at plugins list' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at plugins list' -l help -d 'Show this message and exit.'
+
+# kctl dlq
+complete -c kctl -n '__kctl_at dlq' -a show -d 'Records a connector rejected: when, stage, exception, origin, payload preview.'
+complete -c kctl -n '__kctl_at dlq' -a replay -d 'Re-send a connector\'s rejected records (e.g. after fixing a transform).'
+complete -c kctl -n '__kctl_at dlq' -l help -d 'Show this message and exit.'
+
+# kctl dlq show
+complete -c kctl -n '__kctl_at dlq show' -l limit -x -d 'Most records shown.'
+complete -c kctl -n '__kctl_at dlq show' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at dlq show' -l help -d 'Show this message and exit.'
+
+# kctl dlq replay
+complete -c kctl -n '__kctl_at dlq replay' -l to -x -d 'Send to this topic instead of the original.'
+complete -c kctl -n '__kctl_at dlq replay' -l help -d 'Show this message and exit.'
+
+# kctl rebalance
+complete -c kctl -n '__kctl_at rebalance' -a explain -d 'Simulate a scenario and explain each rebalance round.'
+complete -c kctl -n '__kctl_at rebalance' -l help -d 'Show this message and exit.'
+
+# kctl rebalance explain
+complete -c kctl -n '__kctl_at rebalance explain' -l scenario -s s -r -F -d 'Scenario YAML (see docs/rebalance.md).'
+complete -c kctl -n '__kctl_at rebalance explain' -l kind -x -a 'connect consumer' -d 'Group kind for the flags below.'
+complete -c kctl -n '__kctl_at rebalance explain' -l protocol -x -d 'connect: eager|compatible|sessioned; consumer: range|roundrobin|sticky|cooperative-sticky.'
+complete -c kctl -n '__kctl_at rebalance explain' -l workers -x -d 'Initial members: a count (w1..wN, C0..CN-1) or comma-separated names.'
+complete -c kctl -n '__kctl_at rebalance explain' -l connectors -x -d 'connect: number of connectors ct1..ctN.'
+complete -c kctl -n '__kctl_at rebalance explain' -l tasks -x -d 'connect: tasks per connector.'
+complete -c kctl -n '__kctl_at rebalance explain' -l topics -x -d 'consumer: number of topics T0..TN-1.'
+complete -c kctl -n '__kctl_at rebalance explain' -l partitions -x -d 'consumer: partitions per topic.'
+complete -c kctl -n '__kctl_at rebalance explain' -l join -x -d 'A member that joins (repeatable).'
+complete -c kctl -n '__kctl_at rebalance explain' -l leave -x -d 'A member that leaves cleanly (repeatable).'
+complete -c kctl -n '__kctl_at rebalance explain' -l crash -x -d 'A member that dies without LeaveGroup (repeatable).'
+complete -c kctl -n '__kctl_at rebalance explain' -l advance -x -d 'Simulated ms to let pass after the events.'
+complete -c kctl -n '__kctl_at rebalance explain' -l delay -x -d 'connect: scheduled.rebalance.max.delay.ms.'
+complete -c kctl -n '__kctl_at rebalance explain' -l session-timeout -x -d 'session.timeout.ms.'
+complete -c kctl -n '__kctl_at rebalance explain' -l compare -d 'Run eager and cooperative side by side.'
+complete -c kctl -n '__kctl_at rebalance explain' -l trace -d 'Show the message sequence of each round.'
+complete -c kctl -n '__kctl_at rebalance explain' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml.'
+complete -c kctl -n '__kctl_at rebalance explain' -l width -x -d 'Render at this width (default: the terminal\'s).'
+complete -c kctl -n '__kctl_at rebalance explain' -l help -d 'Show this message and exit.'

@@ -1,7 +1,411 @@
 #compdef kctl
+# kctl shell completion, generated from the CLI by `python -m kctl.cli.completions`.
+# Do not edit: regenerate after changing commands or options
+# (tests/cli/test_completions.py fails while this file is stale).
+# Install: copy it as _kctl into a directory on $fpath before `compinit` runs,
+# or source it after `compinit`.
 
-_kctl_completion() {
-  eval $(env _TYPER_COMPLETE_ARGS="${words[1,$CURRENT]}" _KCTL_COMPLETE=complete_zsh kctl)
+# kctl
+_kctl() {
+    local curcontext=$curcontext state state_descr line ret=1
+    typeset -A opt_args
+    _arguments -C \
+        '--url=[Worker REST URL \[default\: http\://127.0.0.1\:8083\]]:url: ' \
+        '--debug[Show tracebacks on errors.]' \
+        '--install-completion[Install completion for the current shell.]' \
+        '--show-completion[Show completion for the current shell, to copy it or customize the installation.]' \
+        '--help[Show this message and exit.]' \
+        '1:command:->command' \
+        '*::argument:->argument' && ret=0
+    case $state in
+        command)
+            local -a commands=(
+                'worker:Run a worker.'
+                'connector:Manage connectors on a worker.'
+                'plugins:Connector plugins the worker knows.'
+                'dlq:A connector'\''s dead letter queue.'
+                'rebalance:Simulate Kafka Connect and consumer group rebalances and explain every round.'
+            )
+            _describe -t commands 'kctl command' commands && ret=0 ;;
+        argument)
+            curcontext=${curcontext%:*:*}:kctl-$line[1]:
+            case $line[1] in
+                worker) _kctl_worker && ret=0 ;;
+                connector) _kctl_connector && ret=0 ;;
+                plugins) _kctl_plugins && ret=0 ;;
+                dlq) _kctl_dlq && ret=0 ;;
+                rebalance) _kctl_rebalance && ret=0 ;;
+            esac ;;
+    esac
+    return ret
 }
 
-compdef _kctl_completion kctl
+# kctl worker
+_kctl_worker() {
+    local curcontext=$curcontext state state_descr line ret=1
+    typeset -A opt_args
+    _arguments -C \
+        '--help[Show this message and exit.]' \
+        '1:command:->command' \
+        '*::argument:->argument' && ret=0
+    case $state in
+        command)
+            local -a commands=(
+                'start:Start a standalone worker in the foreground (embedded defaults without CONFIG).'
+            )
+            _describe -t commands 'kctl worker command' commands && ret=0 ;;
+        argument)
+            curcontext=${curcontext%:*:*}:kctl-worker-$line[1]:
+            case $line[1] in
+                start) _kctl_worker_start && ret=0 ;;
+            esac ;;
+    esac
+    return ret
+}
+
+# kctl worker start
+_kctl_worker_start() {
+    _arguments \
+        '--help[Show this message and exit.]' \
+        '1:config:_files' \
+        '*:connectors:_files'
+}
+
+# kctl connector
+_kctl_connector() {
+    local curcontext=$curcontext state state_descr line ret=1
+    typeset -A opt_args
+    _arguments -C \
+        '--help[Show this message and exit.]' \
+        '1:command:->command' \
+        '*::argument:->argument' && ret=0
+    case $state in
+        command)
+            local -a commands=(
+                'list:List connectors with their states.'
+                'get:Show a connector'\''s config and tasks.'
+                'config:Show a connector'\''s config.'
+                'status:Connector and task states, worker ids and failure traces.'
+                'create:Create a connector.'
+                'apply:Create or update a connector, showing the diff.'
+                'patch:Change some keys of a connector'\''s config.'
+                'pause:Pause a connector and its tasks.'
+                'resume:Resume a paused connector.'
+                'stop:Stop a connector: its tasks end, its config stays.'
+                'delete:Delete a connector.'
+                'restart:Restart a connector (and its tasks), or one task.'
+                'validate:Validate a connector config; per-field errors as a table.'
+                'offsets:Read and change a connector'\''s offsets.'
+            )
+            _describe -t commands 'kctl connector command' commands && ret=0 ;;
+        argument)
+            curcontext=${curcontext%:*:*}:kctl-connector-$line[1]:
+            case $line[1] in
+                list) _kctl_connector_list && ret=0 ;;
+                get) _kctl_connector_get && ret=0 ;;
+                config) _kctl_connector_config && ret=0 ;;
+                status) _kctl_connector_status && ret=0 ;;
+                create) _kctl_connector_create && ret=0 ;;
+                apply) _kctl_connector_apply && ret=0 ;;
+                patch) _kctl_connector_patch && ret=0 ;;
+                pause) _kctl_connector_pause && ret=0 ;;
+                resume) _kctl_connector_resume && ret=0 ;;
+                stop) _kctl_connector_stop && ret=0 ;;
+                delete) _kctl_connector_delete && ret=0 ;;
+                restart) _kctl_connector_restart && ret=0 ;;
+                validate) _kctl_connector_validate && ret=0 ;;
+                offsets) _kctl_connector_offsets && ret=0 ;;
+            esac ;;
+    esac
+    return ret
+}
+
+# kctl connector list
+_kctl_connector_list() {
+    _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]'
+}
+
+# kctl connector get
+_kctl_connector_get() {
+    _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]' \
+        '1:name: '
+}
+
+# kctl connector config
+_kctl_connector_config() {
+    _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]' \
+        '1:name: '
+}
+
+# kctl connector status
+_kctl_connector_status() {
+    _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]' \
+        '1:name: '
+}
+
+# kctl connector create
+_kctl_connector_create() {
+    _arguments \
+        '--wait[Show progress until RUNNING or FAILED.]' \
+        '--initial-state=[RUNNING, PAUSED or STOPPED]:initial_state: ' \
+        '--timeout=[Seconds --wait waits.]:timeout: ' \
+        '--help[Show this message and exit.]' \
+        '1:file:_files'
+}
+
+# kctl connector apply
+_kctl_connector_apply() {
+    _arguments \
+        '--wait[]' \
+        '--timeout=[]:timeout: ' \
+        '--help[Show this message and exit.]' \
+        '1:file:_files'
+}
+
+# kctl connector patch
+_kctl_connector_patch() {
+    _arguments \
+        '--help[Show this message and exit.]' \
+        '1:name: ' \
+        '*:settings: '
+}
+
+# kctl connector pause
+_kctl_connector_pause() {
+    _arguments \
+        '--help[Show this message and exit.]' \
+        '1:name: '
+}
+
+# kctl connector resume
+_kctl_connector_resume() {
+    _arguments \
+        '--help[Show this message and exit.]' \
+        '1:name: '
+}
+
+# kctl connector stop
+_kctl_connector_stop() {
+    _arguments \
+        '--help[Show this message and exit.]' \
+        '1:name: '
+}
+
+# kctl connector delete
+_kctl_connector_delete() {
+    _arguments \
+        '--help[Show this message and exit.]' \
+        '1:name: '
+}
+
+# kctl connector restart
+_kctl_connector_restart() {
+    _arguments \
+        '--include-tasks[]' \
+        '--only-failed[]' \
+        '--task=[Restart only this task.]:task: ' \
+        '--help[Show this message and exit.]' \
+        '1:name: '
+}
+
+# kctl connector validate
+_kctl_connector_validate() {
+    _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]' \
+        '1:file:_files'
+}
+
+# kctl connector offsets
+_kctl_connector_offsets() {
+    local curcontext=$curcontext state state_descr line ret=1
+    typeset -A opt_args
+    _arguments -C \
+        '--help[Show this message and exit.]' \
+        '1:command:->command' \
+        '*::argument:->argument' && ret=0
+    case $state in
+        command)
+            local -a commands=(
+                'get:Committed offsets of a connector.'
+                'set:Alter offsets of a STOPPED connector.'
+                'reset:Forget all offsets of a STOPPED connector.'
+            )
+            _describe -t commands 'kctl connector offsets command' commands && ret=0 ;;
+        argument)
+            curcontext=${curcontext%:*:*}:kctl-connector-offsets-$line[1]:
+            case $line[1] in
+                get) _kctl_connector_offsets_get && ret=0 ;;
+                set) _kctl_connector_offsets_set && ret=0 ;;
+                reset) _kctl_connector_offsets_reset && ret=0 ;;
+            esac ;;
+    esac
+    return ret
+}
+
+# kctl connector offsets get
+_kctl_connector_offsets_get() {
+    _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]' \
+        '1:name: '
+}
+
+# kctl connector offsets set
+_kctl_connector_offsets_set() {
+    _arguments \
+        '--help[Show this message and exit.]' \
+        '1:name: ' \
+        '2:file:_files'
+}
+
+# kctl connector offsets reset
+_kctl_connector_offsets_reset() {
+    _arguments \
+        '--help[Show this message and exit.]' \
+        '1:name: '
+}
+
+# kctl plugins
+_kctl_plugins() {
+    local curcontext=$curcontext state state_descr line ret=1
+    typeset -A opt_args
+    _arguments -C \
+        '--help[Show this message and exit.]' \
+        '1:command:->command' \
+        '*::argument:->argument' && ret=0
+    case $state in
+        command)
+            local -a commands=(
+                'list:Connector plugins the worker can run.'
+            )
+            _describe -t commands 'kctl plugins command' commands && ret=0 ;;
+        argument)
+            curcontext=${curcontext%:*:*}:kctl-plugins-$line[1]:
+            case $line[1] in
+                list) _kctl_plugins_list && ret=0 ;;
+            esac ;;
+    esac
+    return ret
+}
+
+# kctl plugins list
+_kctl_plugins_list() {
+    _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]'
+}
+
+# kctl dlq
+_kctl_dlq() {
+    local curcontext=$curcontext state state_descr line ret=1
+    typeset -A opt_args
+    _arguments -C \
+        '--help[Show this message and exit.]' \
+        '1:command:->command' \
+        '*::argument:->argument' && ret=0
+    case $state in
+        command)
+            local -a commands=(
+                'show:Records a connector rejected: when, stage, exception, origin, payload preview.'
+                'replay:Re-send a connector'\''s rejected records (e.g. after fixing a transform).'
+            )
+            _describe -t commands 'kctl dlq command' commands && ret=0 ;;
+        argument)
+            curcontext=${curcontext%:*:*}:kctl-dlq-$line[1]:
+            case $line[1] in
+                show) _kctl_dlq_show && ret=0 ;;
+                replay) _kctl_dlq_replay && ret=0 ;;
+            esac ;;
+    esac
+    return ret
+}
+
+# kctl dlq show
+_kctl_dlq_show() {
+    _arguments \
+        '--limit=[Most records shown.]:limit: ' \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]' \
+        '1:name: '
+}
+
+# kctl dlq replay
+_kctl_dlq_replay() {
+    _arguments \
+        '--to=[Send to this topic instead of the original.]:to: ' \
+        '--help[Show this message and exit.]' \
+        '1:name: '
+}
+
+# kctl rebalance
+_kctl_rebalance() {
+    local curcontext=$curcontext state state_descr line ret=1
+    typeset -A opt_args
+    _arguments -C \
+        '--help[Show this message and exit.]' \
+        '1:command:->command' \
+        '*::argument:->argument' && ret=0
+    case $state in
+        command)
+            local -a commands=(
+                'explain:Simulate a scenario and explain each rebalance round.'
+            )
+            _describe -t commands 'kctl rebalance command' commands && ret=0 ;;
+        argument)
+            curcontext=${curcontext%:*:*}:kctl-rebalance-$line[1]:
+            case $line[1] in
+                explain) _kctl_rebalance_explain && ret=0 ;;
+            esac ;;
+    esac
+    return ret
+}
+
+# kctl rebalance explain
+_kctl_rebalance_explain() {
+    _arguments \
+        '(--scenario -s)--scenario=[Scenario YAML (see docs/rebalance.md).]:scenario:_files' \
+        '(--scenario -s)-s+[Scenario YAML (see docs/rebalance.md).]:scenario:_files' \
+        '--kind=[Group kind for the flags below.]:kind:(connect consumer)' \
+        '--protocol=[connect\: eager|compatible|sessioned; consumer\: range|roundrobin|sticky|cooperative-sticky.]:protocol: ' \
+        '--workers=[Initial members\: a count (w1..wN, C0..CN-1) or comma-separated names.]:workers: ' \
+        '--connectors=[connect\: number of connectors ct1..ctN.]:connectors: ' \
+        '--tasks=[connect\: tasks per connector.]:tasks: ' \
+        '--topics=[consumer\: number of topics T0..TN-1.]:topics: ' \
+        '--partitions=[consumer\: partitions per topic.]:partitions: ' \
+        '*--join=[A member that joins (repeatable).]:join: ' \
+        '*--leave=[A member that leaves cleanly (repeatable).]:leave: ' \
+        '*--crash=[A member that dies without LeaveGroup (repeatable).]:crash: ' \
+        '--advance=[Simulated ms to let pass after the events.]:advance: ' \
+        '--delay=[connect\: scheduled.rebalance.max.delay.ms.]:delay: ' \
+        '--session-timeout=[session.timeout.ms.]:session_timeout: ' \
+        '--compare[Run eager and cooperative side by side.]' \
+        '--trace[Show the message sequence of each round.]' \
+        '(--output -o)--output=[table, json or yaml.]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml.]:output:(table json yaml)' \
+        '--width=[Render at this width (default\: the terminal'\''s).]:width: ' \
+        '--help[Show this message and exit.]'
+}
+
+# Autoloaded from $fpath, this file is the body of _kctl; sourced, it registers _kctl.
+if [[ $funcstack[1] == _kctl ]]; then
+    _kctl "$@"
+else
+    compdef _kctl kctl
+fi

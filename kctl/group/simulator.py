@@ -29,14 +29,7 @@ from kctl.group.assignors.connect import (
     WorkerMetadata,
     connect_assignor,
 )
-from kctl.group.assignors.consumer import (
-    Assignment,
-    ConsumerPartitionAssignor,
-    RebalanceProtocol,
-    Subscription,
-    TopicPartition,
-    consumer_assignor,
-)
+from kctl.group.consumer_coordinator import ConsumerHandler, assignment_strategy
 from kctl.group.protocol import (
     AssignmentOutcome,
     Coordinator,
@@ -198,76 +191,6 @@ class ConnectHandler:
         )
 
 
-Partitions = frozenset[TopicPartition]
-
-
-class ConsumerHandler:
-    """A consumer's protocol half (Kafka's ConsumerCoordinator) with one assignor."""
-
-    protocol_type = "consumer"
-
-    def __init__(self, name: str, world: World, assignor: str, topics: Iterable[str]):
-        self.name = name
-        self.world = world
-        self.assignor: ConsumerPartitionAssignor = consumer_assignor(assignor)
-        self.topics = tuple(topics)
-        self.reports: dict[int, tuple[dict[str, Any], int]] = {}
-
-    def empty(self) -> Partitions:
-        return frozenset()
-
-    def is_empty(self, work: Partitions) -> bool:
-        return not work
-
-    def is_eager(self, protocol: str) -> bool:
-        return RebalanceProtocol.COOPERATIVE not in self.assignor.supported_protocols()
-
-    def metadata(self, owned: Partitions, generation: int) -> tuple[tuple[str, Any], ...]:
-        subscription = Subscription(
-            topics=self.topics,
-            user_data=self.assignor.subscription_user_data(set(self.topics)),
-            owned_partitions=tuple(sorted(owned)),
-            generation_id=generation,
-        )
-        return ((self.assignor.name, subscription),)
-
-    def assign(
-        self,
-        *,
-        leader: str,
-        protocol: str,
-        generation: int,
-        members: Sequence[JoinMember],
-        now_ms: int,
-        last_completed_generation: int,
-    ) -> Mapping[str, Assignment]:
-        subscriptions = {m.member_id: m.metadata for m in members}
-        result = self.assignor.assign(dict(self.world.topics), subscriptions)
-        self.reports[generation] = ({}, 0)
-        return result
-
-    def on_assignment(
-        self,
-        *,
-        protocol: str,
-        assignment: Assignment | None,
-        owned: Partitions,
-        generation: int,
-        now_ms: int,
-    ) -> AssignmentOutcome[Partitions]:
-        if assignment is None:
-            assignment = Assignment(())
-        self.assignor.on_assignment(assignment, generation)
-        after = frozenset(assignment.partitions)
-        stop = owned - after
-        return AssignmentOutcome(
-            owned=after,
-            stop=stop,
-            start=after - owned,
-            rejoin=not self.is_eager(protocol) and bool(stop),
-        )
-
-
 # ----------------------------------------------------------------------------- result
 
 
@@ -425,7 +348,10 @@ class Simulator:
         s = self.scenario
         if s.kind == "connect":
             return ConnectHandler(name, self.world, s.protocol, s.scheduled_rebalance_max_delay_ms)
-        return ConsumerHandler(name, self.world, s.protocol, topics)
+        world = self.world
+        return ConsumerHandler(
+            name, topics, assignment_strategy(s.protocol), cluster=lambda: world.topics
+        )
 
     def _spawn(self, name: str, topics: Sequence[str] = ()) -> _Node:
         member = GroupMember(

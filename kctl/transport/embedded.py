@@ -12,8 +12,15 @@ its bytes to the OS (and, with ``fsync=True``, after fsync), which is what makes
 acknowledged records survive the death of the process.
 
 Committed consumer offsets live in the compacted internal topic ``__consumer_offsets``.
-Consumer groups are in-process: members that subscribe share partitions through a pluggable
-assignor, with incremental (cooperative) revoke/assign callbacks run inside ``poll_batch``.
+Consumer groups are in-process and run kctl's own consumer protocol half and assignors
+(``kctl.group.consumer_coordinator``), chosen per consumer by ``partition.assignment.strategy``
+as on a Kafka cluster. A membership change runs the rebalance at once, under the group lock:
+each member subscribes with its owned partitions, generation and its assignor's user data, the
+leader's assignor computes, every member's assignor gets ``on_assignment``, and a cooperative
+revocation is followed by another round, as the simulator behind ``kctl rebalance explain``
+does. Consumers apply the result in ``poll_batch``: eager members revoke everything they hold
+after each rebalance, cooperative ones only what moved; a partition is handed to its new owner
+only once its old owner ran its revoke callback.
 """
 
 from __future__ import annotations
@@ -41,6 +48,14 @@ from typing import Any
 
 from kctl.api.records import RecordMetadata, TopicPartition
 from kctl.errors import AlreadyExistsError, ConfigError, NotFoundError, TransportError
+from kctl.group.assignors.consumer import ConsumerPartitionAssignor
+from kctl.group.assignors.consumer import TopicPartition as GroupTopicPartition
+from kctl.group.consumer_coordinator import (
+    ASSIGNMENT_STRATEGY_CONFIG,
+    ConsumerHandler,
+    assignment_strategy,
+)
+from kctl.group.protocol import JoinMember, select_protocol
 from kctl.transport.base import (
     Admin,
     Consumer,
@@ -58,11 +73,9 @@ log = logging.getLogger("kctl.transport.embedded")
 
 __all__ = [
     "OFFSETS_TOPIC",
-    "Assignor",
     "EmbeddedTransport",
     "murmur2",
     "partition_for_key",
-    "range_assignor",
 ]
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -80,10 +93,6 @@ READ_CHUNK = 1 << 20
 INDEX_INTERVAL = 1 << 16  # one sparse index entry per 64 KiB of log
 SEGMENT_BYTES = 256 << 20
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
-
-Assignor = Callable[[Mapping[str, int], Mapping[str, Sequence[str]]], dict[str, list[TopicPartition]]]
-"""assign(partitions_per_topic, subscriptions) -> member -> partitions (like a Kafka assignor)."""
-
 
 # -- partitioning ------------------------------------------------------------------------------
 
@@ -119,29 +128,6 @@ def murmur2(data: bytes) -> int:
 def partition_for_key(key: bytes, partitions: int) -> int:
     """Kafka's default partitioner for keyed records: toPositive(murmur2(key)) % partitions."""
     return (murmur2(key) & 0x7FFFFFFF) % partitions
-
-
-def range_assignor(partitions_per_topic: Mapping[str, int],
-                   subscriptions: Mapping[str, Sequence[str]]) -> dict[str, list[TopicPartition]]:
-    """The group's default: kctl's own consumer RangeAssignor (the one `rebalance explain`
-    shows), so embedded sink groups split partitions exactly as on a Kafka cluster."""
-    return group_assignor("range")(partitions_per_topic, subscriptions)
-
-
-def group_assignor(name: str) -> Assignor:
-    """Adapt a `kctl.group` consumer assignor (by name) to the embedded group's callable."""
-    from kctl.group.assignors.consumer import Subscription, consumer_assignor
-
-    assignor = consumer_assignor(name)
-
-    def assign(partitions_per_topic: Mapping[str, int],
-               subscriptions: Mapping[str, Sequence[str]]) -> dict[str, list[TopicPartition]]:
-        result = assignor.assign(dict(partitions_per_topic),
-                                 {m: Subscription(tuple(ts)) for m, ts in subscriptions.items()})
-        return {m: [TopicPartition(tp.topic, tp.partition) for tp in a.partitions]
-                for m, a in result.items()}
-
-    return assign
 
 
 # -- frames --------------------------------------------------------------------------------------
@@ -617,15 +603,38 @@ class _Topic:
 # -- groups --------------------------------------------------------------------------------------
 
 
+# A cooperative assignor needs two rounds to move a partition; more than this is a bug in a
+# custom assignor that keeps revoking, and the group stops rebalancing rather than spin.
+MAX_ROUNDS_PER_REBALANCE = 16
+
+
+class _Member:
+    """One consumer in a group: its protocol half and what the last rebalance gave it."""
+
+    def __init__(self, member_id: str, handler: ConsumerHandler):
+        self.id = member_id
+        self.handler = handler
+        self.assignment: frozenset[GroupTopicPartition] = frozenset()
+        self.generation = -1  # the generation of `assignment` (Kafka: -1 before the first)
+        # Bumped by every rebalance that makes an eager member give up all it holds;
+        # `seen_epoch` is the last one its consumer picked up.
+        self.revoke_all_epoch = 0
+        self.seen_epoch = 0
+
+    def target(self) -> set[TopicPartition]:
+        return {TopicPartition(tp.topic, tp.partition) for tp in self.assignment}
+
+
 class _Group:
     """In-process group coordinator state; guarded by the transport's group lock."""
 
     def __init__(self, group_id: str):
         self.id = group_id
         self.generation = 0
-        self.members: dict[str, list[str]] = {}  # member id -> subscribed topics
-        self.target: dict[str, set[TopicPartition]] = {}
-        self.owners: dict[TopicPartition, str] = {}
+        self.protocol: str | None = None  # the assignor the group selected
+        self.members: dict[str, _Member] = {}  # join order: the first is the leader
+        self.watched: dict[str, int] = {}  # subscribed topics' partitions at the last round
+        self.owners: dict[TopicPartition, str] = {}  # who holds a partition (claimed, not revoked)
 
 
 # -- clients ------------------------------------------------------------------------------------
@@ -768,6 +777,10 @@ class EmbeddedConsumer(Consumer):
         if self._reset not in ("earliest", "latest", "none"):
             raise ConfigError(f"auto.offset.reset must be earliest, latest or none, not {self._reset!r}",
                               key="auto.offset.reset")
+        # Resolved now so a bad strategy fails the consumer at once, not at its first rebalance.
+        self._assignors = assignment_strategy(
+            config.get(ASSIGNMENT_STRATEGY_CONFIG, transport.assignment_strategy))
+        self._revoke_all_epoch = 0
         self._rr = 0
         self._closed = False
 
@@ -787,7 +800,7 @@ class EmbeddedConsumer(Consumer):
             self._topics = list(topics)
             self._on_assign, self._on_revoke = on_assign, on_revoke
             if self._member_id is None:
-                self._member_id = self._t._join(self.group_id, self._topics)
+                self._member_id = self._t._join(self.group_id, self._topics, self._assignors)
             else:
                 self._t._resubscribe(self.group_id, self._member_id, self._topics)
 
@@ -816,12 +829,17 @@ class EmbeddedConsumer(Consumer):
         return self._t.start_offset(tp)
 
     def _sync_group(self) -> None:
-        """Apply the group's current assignment: revoke first, then claim what is free."""
+        """Apply the group's current assignment: revoke first (everything held, after an
+        eager rebalance), then claim what is free."""
         if self._member_id is None or self.group_id is None:
             return
-        target = self._t._target(self.group_id, self._member_id)
+        target, epoch = self._t._target(self.group_id, self._member_id)
         current = set(self._fetch)
-        revoked = sorted(current - target)
+        if epoch != self._revoke_all_epoch:
+            self._revoke_all_epoch = epoch
+            revoked = sorted(current)
+        else:
+            revoked = sorted(current - target)
         if revoked:
             try:
                 if self._on_revoke is not None:
@@ -831,7 +849,7 @@ class EmbeddedConsumer(Consumer):
                     self._fetch.pop(tp, None)
                     self._paused.discard(tp)
                 self._t._release(self.group_id, self._member_id, revoked)
-        gained = self._t._claim(self.group_id, self._member_id, target - current)
+        gained = self._t._claim(self.group_id, self._member_id, target - set(self._fetch))
         if gained:
             for tp in gained:
                 self._fetch[tp] = _Fetch(self._initial_position(tp))
@@ -958,13 +976,15 @@ class EmbeddedTransport(Transport):
     name = "embedded"
 
     def __init__(self, state_dir: str | Path, *, clock: Callable[[], float] = time.time,
-                 fsync: bool = False, assignor: Assignor | None = None,
+                 fsync: bool = False, assignment_strategy: Any = None,
                  segment_bytes: int = SEGMENT_BYTES, min_compact_garbage: int = 1000,
                  auto_create_partitions: int = 1):
         self.state_dir = Path(state_dir)
         self.clock = clock
         self.fsync = fsync
-        self.assignor: Assignor = assignor or range_assignor
+        # partition.assignment.strategy for consumers whose config does not set it
+        # (None: Kafka's default, range then cooperative-sticky).
+        self.assignment_strategy = assignment_strategy
         self.segment_bytes = segment_bytes
         self.min_compact_garbage = min_compact_garbage
         self.auto_create_partitions = auto_create_partitions
@@ -1173,20 +1193,33 @@ class EmbeddedTransport(Transport):
         return self._offsets.get((group, tp.topic, tp.partition))
 
     # -- groups ------------------------------------------------------------------------------
-    def _join(self, group_id: str, topics: Sequence[str]) -> str:
+    def _join(self, group_id: str, topics: Sequence[str],
+              assignors: Sequence[ConsumerPartitionAssignor]) -> str:
         member = f"{group_id}-member-{next(self._member_seq):08d}"
+        handler = ConsumerHandler(member, topics, assignors, cluster=self.topics)
         with self._groups_lock:
             g = self._groups.setdefault(group_id, _Group(group_id))
-            g.members[member] = list(topics)
-            self._assign(g)
+            offered = [m.handler.assignor_names for m in g.members.values()]
+            if select_protocol([*offered, handler.assignor_names]) is None:
+                if not g.members:
+                    del self._groups[group_id]
+                raise TransportError(
+                    f"INCONSISTENT_GROUP_PROTOCOL: consumer group {group_id!r} uses "
+                    f"{g.protocol}; this consumer's {ASSIGNMENT_STRATEGY_CONFIG} offers "
+                    f"{', '.join(handler.assignor_names)}")
+            g.members[member] = _Member(member, handler)
+            self._rebalance(g)
         self._notify()
         return member
 
     def _resubscribe(self, group_id: str, member: str, topics: Sequence[str]) -> None:
         with self._groups_lock:
             g = self._groups[group_id]
-            g.members[member] = list(topics)
-            self._assign(g)
+            handler = g.members[member].handler
+            if handler.topics == tuple(topics):
+                return  # as in Kafka: the same subscription is no reason to rebalance
+            handler.topics = tuple(topics)
+            self._rebalance(g)
         self._notify()
 
     def _leave(self, group_id: str, member: str) -> None:
@@ -1195,35 +1228,70 @@ class EmbeddedTransport(Transport):
             if g is None:
                 return
             g.members.pop(member, None)
-            g.target.pop(member, None)
             for tp in [tp for tp, m in g.owners.items() if m == member]:
                 del g.owners[tp]
             if g.members:
-                self._assign(g)
+                self._rebalance(g)
             else:
                 del self._groups[group_id]
         self._notify()
 
     def _rebalance_groups(self) -> None:
+        """Topics changed: rebalance the groups whose subscribed topics' partitions changed
+        (the leader's metadata check; an eager rebalance for nothing would stop everyone)."""
         with self._groups_lock:
             for g in self._groups.values():
-                self._assign(g)
+                if self._watched(g) != g.watched:
+                    self._rebalance(g)
         self._notify()
 
-    def _assign(self, g: _Group) -> None:
-        topics = self.topics()
-        subscribed = {t for ts in g.members.values() for t in ts}
-        per_topic = {t: n for t, n in topics.items() if t in subscribed}
-        result = self.assignor(per_topic, {m: list(ts) for m, ts in g.members.items()})
-        target = {m: set(result.get(m, ())) for m in g.members}
-        if target != g.target:
-            g.generation += 1
-            g.target = target
+    def _watched(self, g: _Group) -> dict[str, int]:
+        subscribed = {t for m in g.members.values() for t in m.handler.topics}
+        return {t: n for t, n in self.topics().items() if t in subscribed}
 
-    def _target(self, group_id: str, member: str) -> set[TopicPartition]:
+    def _rebalance(self, g: _Group) -> None:
+        """Every member rejoins at once: the group runs Kafka's join and sync through each
+        member's ConsumerHandler, again while a cooperative member revoked something."""
+        for _ in range(MAX_ROUNDS_PER_REBALANCE):
+            members = list(g.members.values())
+            protocol = select_protocol([m.handler.assignor_names for m in members])
+            assert protocol is not None, "checked when the member joined"
+            g.generation += 1
+            g.protocol = protocol
+            g.watched = self._watched(g)
+            for m in members:
+                if m.handler.is_eager(protocol):  # onJoinPrepare: eager members revoke all
+                    m.assignment = frozenset()
+                    m.revoke_all_epoch += 1
+            joined = [
+                JoinMember(m.id, m.id, dict(m.handler.metadata(m.assignment, m.generation))[protocol])
+                for m in members]
+            leader = members[0]
+            assignments = leader.handler.assign(
+                leader=leader.id, protocol=protocol, generation=g.generation, members=joined,
+                now_ms=self.now_ms(), last_completed_generation=leader.generation)
+            rejoin = False
+            for m in members:
+                outcome = m.handler.on_assignment(
+                    protocol=protocol, assignment=assignments.get(m.id), owned=m.assignment,
+                    generation=g.generation, now_ms=self.now_ms())
+                m.assignment = outcome.owned
+                m.generation = g.generation
+                rejoin = rejoin or outcome.rejoin
+            if not rejoin:
+                return
+        log.warning("consumer group %s: assignor %s still revokes after %d rounds; "
+                    "stopping here", g.id, g.protocol, MAX_ROUNDS_PER_REBALANCE)
+
+    def _target(self, group_id: str, member: str) -> tuple[set[TopicPartition], int]:
+        """The member's assignment and its eager revoke-everything epoch."""
         with self._groups_lock:
             g = self._groups.get(group_id)
-            return set(g.target.get(member, ())) if g else set()
+            m = g.members.get(member) if g else None
+            if m is None:
+                return set(), 0
+            m.seen_epoch = m.revoke_all_epoch
+            return m.target(), m.revoke_all_epoch
 
     def _claim(self, group_id: str, member: str,
                wanted: Iterable[TopicPartition]) -> list[TopicPartition]:
@@ -1252,15 +1320,17 @@ class EmbeddedTransport(Transport):
             if g is None:
                 return {"group_id": group_id, "state": "Empty", "generation": 0, "members": {}}
             members = {}
-            for m, topics in g.members.items():
-                owned = sorted(tp for tp, o in g.owners.items() if o == m)
-                members[m] = {"subscription": list(topics),
-                              "assignment": [str(tp) for tp in sorted(g.target.get(m, ()))],
-                              "owned": [str(tp) for tp in owned]}
-            stable = all(set(g.target.get(m, ())) == {tp for tp, o in g.owners.items() if o == m}
-                         for m in g.members)
+            for m in g.members.values():
+                owned = sorted(tp for tp, o in g.owners.items() if o == m.id)
+                members[m.id] = {"subscription": list(m.handler.topics),
+                                 "assignment": [str(tp) for tp in sorted(m.assignment)],
+                                 "owned": [str(tp) for tp in owned],
+                                 "assignors": list(m.handler.assignor_names)}
+            stable = all(m.seen_epoch == m.revoke_all_epoch
+                         and m.target() == {tp for tp, o in g.owners.items() if o == m.id}
+                         for m in g.members.values())
             return {"group_id": group_id, "state": "Stable" if stable else "PreparingRebalance",
-                    "generation": g.generation, "members": members}
+                    "generation": g.generation, "protocol": g.protocol, "members": members}
 
     # -- factory ----------------------------------------------------------------------------
     def producer(self, config: Mapping[str, Any] | None = None) -> Producer:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -14,14 +15,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kctl.api.records import TopicPartition
-from kctl.errors import AlreadyExistsError, TransportError
+from kctl.errors import AlreadyExistsError, ConfigError, TransportError
+from kctl.group import explain
+from kctl.group.assignors.consumer import (
+    CooperativeStickyAssignor,
+    Subscription,
+    encode_generation,
+)
+from kctl.group.assignors.consumer import TopicPartition as GroupTopicPartition
 from kctl.transport.base import ProducerRecord, TopicSpec
 from kctl.transport.embedded import (
     OFFSETS_TOPIC,
     EmbeddedTransport,
     murmur2,
     partition_for_key,
-    range_assignor,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -321,14 +328,25 @@ def test_a_compaction_interrupted_before_the_swap_is_finished_on_open(tmp_path):
 # -- consumer groups -------------------------------------------------------------------------
 
 
-def test_two_consumers_in_a_group_share_partitions_and_hand_them_over(tmp_path):
+@pytest.mark.parametrize(
+    ("strategy", "callbacks"),
+    [
+        # range is eager: a gives up all four partitions, then takes two of them back
+        (None, [("a", "assign", 4), ("a", "revoke", 4), ("a", "assign", 2), ("b", "assign", 2)]),
+        # cooperative-sticky: a revokes only the two that move to b
+        ("cooperative-sticky", [("a", "assign", 4), ("a", "revoke", 2), ("b", "assign", 2)]),
+    ],
+    ids=["default-range-eager", "cooperative-sticky"],
+)
+def test_two_consumers_in_a_group_share_partitions_and_hand_them_over(tmp_path, strategy, callbacks):
     with EmbeddedTransport(tmp_path) as t:
         t.admin().create_topics([TopicSpec("jobs", 4)])
         produce(t, [ProducerRecord("jobs", f"{i}".encode(), partition=i % 4) for i in range(40)])
         events: list[tuple[str, str, list]] = []
+        config = {} if strategy is None else {"partition.assignment.strategy": strategy}
 
         def consumer(name):
-            c = t.consumer("workers")
+            c = t.consumer("workers", config)
             c.subscribe(["jobs"], on_assign=lambda tps: events.append((name, "assign", tps)),
                         on_revoke=lambda tps: on_revoke(c, name, tps))
             return c
@@ -345,15 +363,16 @@ def test_two_consumers_in_a_group_share_partitions_and_hand_them_over(tmp_path):
         b = consumer("b")
         assert b.poll_batch(100, 0) == []  # a still owns everything until it revokes
         assert not (a.assignment() & b.assignment())
-        a.poll_batch(100, 0)  # a revokes what the range assignor moves to b
+        a.poll_batch(100, 0)  # a revokes (all, or what moves to b)
         b.poll_batch(100, 0)
         assert a.assignment() | b.assignment() == {TopicPartition("jobs", p) for p in range(4)}
         assert not (a.assignment() & b.assignment())
         assert len(a.assignment()) == len(b.assignment()) == 2
-        # b starts where a committed: nothing is read twice
-        for tp in b.assignment():
-            assert b.position(tp) == 10
-        assert [e[:2] for e in events] == [("a", "assign"), ("a", "revoke"), ("b", "assign")]
+        # b (and a, after an eager revoke) start where a committed: nothing is read twice
+        for c in (a, b):
+            for tp in c.assignment():
+                assert c.position(tp) == 10
+        assert [(n, what, len(tps)) for n, what, tps in events] == callbacks
 
         produce(t, [ProducerRecord("jobs", b"late", partition=p) for p in range(4)])
         late_a = a.poll_batch(100, 0)
@@ -366,23 +385,168 @@ def test_two_consumers_in_a_group_share_partitions_and_hand_them_over(tmp_path):
         assert a.assignment() == {TopicPartition("jobs", p) for p in range(4)}
         described = t.admin().describe_groups(["workers"])["workers"]
         assert list(described["members"]) == [a.member_id]
+        assert described["protocol"] == (strategy or "range")
         a.close()
 
 
-def test_a_pluggable_assignor_decides_who_gets_what(tmp_path):
-    def everything_to_the_last(parts, subs):
-        last = max(subs)
-        return {m: ([TopicPartition(t, p) for t, n in parts.items() for p in range(n)]
-                    if m == last else []) for m in subs}
+def poll_until_stable(t: EmbeddedTransport, group: str, consumers: list) -> dict:
+    """Poll every member until each holds exactly its assignment; the group's description."""
+    for _ in range(10):
+        for c in consumers:
+            c.poll_batch(1000, 0)
+        described = t.admin().describe_groups([group])[group]
+        if described["state"] == "Stable":
+            return described
+    raise AssertionError(f"group {group} does not settle: {described}")
 
-    with EmbeddedTransport(tmp_path, assignor=everything_to_the_last) as t:
-        t.admin().create_topics([TopicSpec("x", 3)])
-        a, b = t.consumer("g"), t.consumer("g")
-        a.subscribe(["x"])
-        b.subscribe(["x"])
-        a.poll_batch(1, 0)
-        b.poll_batch(1, 0)
-        assert a.assignment() == set() and len(b.assignment()) == 3
+
+def assignments(described: dict) -> dict[str, list[str]]:
+    return {m: v["assignment"] for m, v in described["members"].items()}
+
+
+def test_cooperative_sticky_moves_only_what_a_joining_member_needs_and_matches_the_simulator(
+        tmp_path):
+    """One implementation: the embedded group, the assignor called directly with the
+    subscriptions a real group sends, and the simulator for the same story agree."""
+    topics = {"T0": 4, "T1": 3}
+    config = {"partition.assignment.strategy":
+              "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"}
+    with EmbeddedTransport(tmp_path) as t:
+        t.admin().create_topics([TopicSpec(n, p) for n, p in topics.items()])
+        held: dict[str, set] = {}
+        history: list[tuple[str, str, frozenset]] = []
+
+        def track(name, what):
+            def callback(tps):
+                history.append((name, what, frozenset(tps)))
+                mine = held.setdefault(name, set())
+                if what == "assign":
+                    others = set().union(*(v for k, v in held.items() if k != name))
+                    assert not (others & set(tps)), "a partition is handed over before it is revoked"
+                    mine |= set(tps)
+                else:
+                    mine -= set(tps)
+            return callback
+
+        consumers = []
+        by_generation: dict[int, dict[str, list[str]]] = {}
+        for name in ("a", "b", "c"):
+            c = t.consumer("sinks", config)
+            c.subscribe(["T0", "T1"], on_assign=track(name, "assign"),
+                        on_revoke=track(name, "revoke"))
+            consumers.append(c)
+            described = poll_until_stable(t, "sinks", consumers)
+            by_generation[described["generation"]] = assignments(described)
+        ids = {c.member_id: name for name, c in zip("abc", consumers, strict=True)}
+
+    # c's join moved exactly c's share, and only from a and b; nothing else moved.
+    before, after = by_generation[3], by_generation[5]
+    for member in list(before):
+        assert set(after[member]) <= set(before[member]), f"{ids[member]} lost more than needed"
+    moved = [tp for member in before for tp in before[member] if tp not in after[member]]
+    c_id = consumers[2].member_id
+    assert sorted(moved) == sorted(after[c_id]) and len(moved) == 7 // 3
+    revoked = [tps for name, what, tps in history if what == "revoke"]
+    assert sorted(str(tp) for tps in revoked for tp in tps) == sorted(
+        [tp for member in by_generation[1] for tp in by_generation[1][member]
+         if tp not in by_generation[3][member]] + moved)
+
+    # The join round, recomputed with the metadata a real consumer group carries: the
+    # members' owned partitions and generation, and each assignor's user data.
+    owned = {m: tuple(GroupTopicPartition.parse(p) for p in ps) for m, ps in before.items()}
+    subscriptions = {
+        m: Subscription(("T0", "T1"), encode_generation(3), owned[m], 3) for m in before
+    } | {c_id: Subscription(("T0", "T1"), encode_generation(-1), (), -1)}
+    direct = CooperativeStickyAssignor().assign(topics, subscriptions)
+    first_round = {m: sorted(set(after[m]) - set(moved)) for m in after}
+    assert {m: [str(tp) for tp in a.partitions] for m, a in direct.items()} == first_round
+
+    # The simulator tells the same story round by round, under the same generations.
+    doc = explain.simulate_document({
+        "kind": "consumer", "protocol": "cooperative-sticky", "topics": topics,
+        "members": {"a": ["T0", "T1"]},
+        "events": [{"join": {"b": ["T0", "T1"]}}, {"join": {"c": ["T0", "T1"]}}],
+    })
+    simulated = {r["generation"]: r["assignments"] for r in doc["rounds"]}
+    for generation, embedded in by_generation.items():
+        assert {ids[m]: ps for m, ps in embedded.items()} == simulated[generation]
+
+
+def test_the_sticky_assignor_gets_its_user_data_from_its_own_member(tmp_path):
+    """Eager sticky: members give up everything, yet each gets back a subset of what it
+    had, which it can only know from the assignment its own assignor remembered."""
+    with EmbeddedTransport(tmp_path) as t:
+        t.admin().create_topics([TopicSpec("T0", 4), TopicSpec("T1", 3)])
+        consumers, rounds = [], []
+        for _ in range(3):
+            c = t.consumer("g", {"partition.assignment.strategy": "sticky"})
+            c.subscribe(["T0", "T1"])
+            consumers.append(c)
+            rounds.append(assignments(poll_until_stable(t, "g", consumers)))
+    for earlier, later in itertools.pairwise(rounds):
+        for member, parts in earlier.items():
+            assert set(later[member]) <= set(parts), (member, earlier, later)
+    assert sorted(len(p) for p in rounds[-1].values()) == [2, 2, 3]
+
+
+def test_the_strategy_is_read_from_the_consumer_config_like_kafkas(tmp_path):
+    with EmbeddedTransport(tmp_path) as t:
+        t.admin().create_topics([TopicSpec("x", 2)])
+        for value, protocol in [
+            ("roundrobin", "roundrobin"),
+            ("org.apache.kafka.clients.consumer.StickyAssignor", "sticky"),
+            ("cooperative-sticky, range", "cooperative-sticky"),
+            (["roundrobin", "range"], "roundrobin"),
+            (CooperativeStickyAssignor, "cooperative-sticky"),
+        ]:
+            group = f"g-{protocol}-{len(str(value))}"
+            c = t.consumer(group, {"partition.assignment.strategy": value})
+            c.subscribe(["x"])
+            assert t.admin().describe_groups([group])[group]["protocol"] == protocol
+            c.close()
+        with pytest.raises(ConfigError) as e:
+            t.consumer("g", {"partition.assignment.strategy": "range, fastest"})
+        assert e.value.key == "partition.assignment.strategy"
+        assert "'fastest'" in str(e.value) and "cooperative-sticky" in str(e.value)
+
+
+def test_a_group_selects_the_assignor_every_member_offers(tmp_path):
+    """Kafka's rolling upgrade: [range, cooperative-sticky] members and a cooperative-sticky
+    member agree on cooperative-sticky; a member sharing no assignor is refused."""
+    with EmbeddedTransport(tmp_path) as t:
+        t.admin().create_topics([TopicSpec("x", 4)])
+        old = t.consumer("g")  # Kafka's default list: range first
+        old.subscribe(["x"])
+        assert t.admin().describe_groups(["g"])["g"]["protocol"] == "range"
+        new = t.consumer("g", {"partition.assignment.strategy": "cooperative-sticky"})
+        new.subscribe(["x"])
+        described = poll_until_stable(t, "g", [old, new])
+        assert described["protocol"] == "cooperative-sticky"
+        assert sorted(len(v["assignment"]) for v in described["members"].values()) == [2, 2]
+        odd = t.consumer("g", {"partition.assignment.strategy": "roundrobin"})
+        with pytest.raises(TransportError, match="INCONSISTENT_GROUP_PROTOCOL"):
+            odd.subscribe(["x"])
+        assert len(t.admin().describe_groups(["g"])["g"]["members"]) == 2
+
+
+def test_only_a_change_to_subscribed_topics_rebalances_a_group(tmp_path):
+    with EmbeddedTransport(tmp_path) as t:
+        t.admin().create_topics([TopicSpec("x", 2)])
+        c = t.consumer("g")
+        c.subscribe(["x", "later"])
+        c.poll_batch(1, 0)
+        generation = t.admin().describe_groups(["g"])["g"]["generation"]
+        revoked: list = []
+        c.subscribe(["x", "later"], on_revoke=revoked.extend)  # the same subscription
+        t.admin().create_topics([TopicSpec("unrelated", 3)])
+        c.poll_batch(1, 0)
+        assert t.admin().describe_groups(["g"])["g"]["generation"] == generation
+        assert revoked == []
+        t.admin().create_topics([TopicSpec("later", 1)])
+        c.poll_batch(1, 0)
+        assert t.admin().describe_groups(["g"])["g"]["generation"] == generation + 1
+        assert c.assignment() == {TopicPartition("x", 0), TopicPartition("x", 1),
+                                  TopicPartition("later", 0)}
 
 
 def test_paused_partitions_are_not_fetched(tmp_path):
@@ -435,25 +599,39 @@ def test_committed_offsets_survive_a_reopen_and_can_be_deleted(tmp_path):
         assert t.consumer("connect-sink").committed([tp]) == {tp: None}
 
 
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(
-    partitions=st.dictionaries(st.sampled_from("abcde"), st.integers(1, 12), min_size=1),
-    members=st.dictionaries(st.text("mnopq", min_size=1, max_size=3),
-                            st.sets(st.sampled_from("abcde"), min_size=1), min_size=1),
+    strategy=st.sampled_from(["range", "roundrobin", "sticky", "cooperative-sticky"]),
+    partitions=st.dictionaries(st.sampled_from("abcd"), st.integers(1, 6), min_size=1),
+    members=st.lists(st.sets(st.sampled_from("abcde"), min_size=1), min_size=1, max_size=4),
 )
-def test_the_range_assignor_gives_each_partition_to_exactly_one_subscriber(partitions, members):
-    result = range_assignor(partitions, {m: sorted(ts) for m, ts in members.items()})
-    assert set(result) == set(members)
-    for topic, n in partitions.items():
-        owners = [m for m, tps in result.items() for tp in tps if tp.topic == topic]
-        subscribers = [m for m, ts in members.items() if topic in ts]
-        if not subscribers:
-            assert owners == []
-            continue
-        assert sorted(tp.partition for tps in result.values() for tp in tps
-                      if tp.topic == topic) == list(range(n))
-        assert set(owners) <= set(subscribers)
-        counts = [owners.count(m) for m in subscribers]
-        assert max(counts) - min(counts) <= 1
+def test_an_embedded_group_ends_where_the_simulator_does(
+        tmp_path_factory, strategy, partitions, members):
+    """Members join one after another: every subscribed partition ends with exactly one of
+    its subscribers, and each member holds what the simulator's member holds."""
+    names = [f"C{i}" for i in range(len(members))]
+    with EmbeddedTransport(tmp_path_factory.mktemp("group")) as t:
+        t.admin().create_topics([TopicSpec(n, p) for n, p in partitions.items()])
+        consumers = []
+        for topics in members:
+            c = t.consumer("g", {"partition.assignment.strategy": strategy})
+            c.subscribe(sorted(topics))
+            consumers.append(c)
+        poll_until_stable(t, "g", consumers)
+        held = {name: sorted(str(tp) for tp in c.assignment())
+                for name, c in zip(names, consumers, strict=True)}
+    owners = [tp for parts in held.values() for tp in parts]
+    subscribed = {n for topics in members for n in topics if n in partitions}
+    assert sorted(owners) == sorted(f"{n}-{p}" for n in subscribed for p in range(partitions[n]))
+    for name, topics in zip(names, members, strict=True):
+        assert {tp.rsplit("-", 1)[0] for tp in held[name]} <= topics
+    doc = explain.simulate_document({
+        "kind": "consumer", "protocol": strategy, "topics": partitions,
+        "members": {names[0]: sorted(members[0])},
+        "events": [{"join": {n: sorted(ts)}} for n, ts in zip(names[1:], members[1:], strict=True)],
+    })
+    assert held == doc["final"]
 
 
 # -- the lock -----------------------------------------------------------------------------

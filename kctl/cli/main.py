@@ -17,6 +17,7 @@ from typing import Any
 import typer
 import yaml
 from rich.console import Console
+from rich.text import Text
 
 from kctl.cli import render
 from kctl.cli.client import Client, ClientError
@@ -75,8 +76,14 @@ def client() -> Client:
     return Client(state.url)
 
 
+def print_error(message: str) -> None:
+    """`error: <message>` on stderr; the message is literal text, never rich markup."""
+    err_console.print(Text.assemble(("error:", "red"), " ", message), highlight=False,
+                      soft_wrap=True)
+
+
 def fail(message: str, code: int = 1) -> typer.Exit:
-    err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    print_error(message)
     return typer.Exit(code)
 
 
@@ -97,26 +104,64 @@ def run(fn: Any) -> Any:
         raise fail(str(e), 2) from None
 
 
+def read_input(file: str) -> tuple[str, str]:
+    """The text of FILE, or of stdin for `-`, and the name errors call it by.
+
+    A missing, unreadable or binary file is a one-line error (exit 2), never a traceback.
+    """
+    if file == "-":
+        try:
+            return sys.stdin.read(), "<stdin>"
+        except UnicodeDecodeError:
+            raise fail("cannot read <stdin>: not UTF-8 text", 2) from None
+    try:
+        return Path(file).read_text(encoding="utf-8"), file
+    except OSError as e:
+        raise fail(f"cannot read {file}: {e.strerror or e}", 2) from None
+    except UnicodeDecodeError:
+        raise fail(f"cannot read {file}: not UTF-8 text", 2) from None
+
+
+def parse_input(text: str, source: str) -> Any:
+    """YAML (so JSON too), or Java .properties by the file's suffix."""
+    from kctl.runtime.worker_config import describe_yaml_error, parse_properties
+
+    if source.endswith(".properties"):
+        return parse_properties(text)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise fail(f"{source}: not valid YAML or JSON: {describe_yaml_error(e)}", 2) from None
+
+
 def load_connector(file: str) -> tuple[str, dict[str, str]]:
+    """A connector document from FILE or stdin: REST's {name, config} or a flat config."""
     from kctl.runtime.connector_config import parse_connector_document
 
-    if file == "-":
-        text, source = sys.stdin.read(), "<stdin>"
-    else:
-        try:
-            text, source = Path(file).read_text(), file
-        except OSError as e:
-            raise fail(f"cannot read {file}: {e.strerror}", 2) from None
-    if source.endswith(".properties"):
-        from kctl.runtime.worker_config import parse_properties
-
-        data: Any = parse_properties(text)
-    else:
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise fail(f"{source}: not valid YAML or JSON: {e}", 2) from None
+    text, source = read_input(file)
+    data = parse_input(text, source)
     return run(lambda: parse_connector_document(data, source))
+
+
+OFFSETS_SHAPE = ('{"offsets": [{"partition": {...}, "offset": {...}}, ...]} '
+                 "or a list of such entries")
+
+
+def load_offsets(file: str) -> dict[str, Any]:
+    """The body of PATCH /connectors/{name}/offsets, checked here so a wrong shape is clear."""
+    text, source = read_input(file)
+    body = parse_input(text, source)
+    if isinstance(body, list):
+        body = {"offsets": body}
+    entries = body.get("offsets") if isinstance(body, dict) else None
+    if not isinstance(entries, list):
+        raise fail(f"{source}: expected {OFFSETS_SHAPE}, got {type(body).__name__}", 2)
+    for i, entry in enumerate(entries):
+        if not (isinstance(entry, dict) and isinstance(entry.get("partition"), dict)
+                and (entry.get("offset") is None or isinstance(entry["offset"], dict))):
+            raise fail(f"{source}: offsets[{i}] must be {{\"partition\": {{...}}, "
+                       f"\"offset\": {{...}} or null}}, got {json.dumps(entry)}", 2)
+    return body
 
 
 # -- worker ----------------------------------------------------------------------------------
@@ -130,7 +175,7 @@ def worker_start(
     """Start a standalone worker in the foreground (embedded defaults without CONFIG)."""
     from kctl.runtime.standalone import run_worker  # heavy: only for this command
 
-    raise typer.Exit(run_worker(config, list(connectors or []), console))
+    raise typer.Exit(run_worker(config, list(connectors or []), console, err_console))
 
 
 # -- connectors ------------------------------------------------------------------------------
@@ -211,7 +256,7 @@ def connector_create(
     name, config = load_connector(file)
     run(lambda: client().post("/connectors", json={"name": name, "config": config,
                                                     "initial_state": initial_state.upper()}))
-    console.print(f"connector {name} created", highlight=False)
+    console.print(f"connector {name} created", highlight=False, markup=False)
     if wait:
         _wait(name, timeout)
 
@@ -236,14 +281,14 @@ def connector_apply(file: str, wait: bool = typer.Option(False, "--wait"),
         new = [f"{k}={v}" for k, v in sorted(config.items())]
         diff = list(difflib.unified_diff(old, new, "current", "applied", lineterm="", n=0))
         if not diff:
-            console.print(f"connector {name} unchanged", highlight=False)
+            console.print(f"connector {name} unchanged", highlight=False, markup=False)
             return
         for line in diff[2:]:
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
-            console.print(f"[{style}]{line}[/{style}]", highlight=False, markup=True)
+            console.print(Text(line, style=style), highlight=False)
     run(lambda: c.put(f"/connectors/{name}/config", json=config))
     console.print(f"connector {name} {'created' if current is None else 'updated'}",
-                  highlight=False)
+                  highlight=False, markup=False)
     if wait:
         _wait(name, timeout)
 
@@ -257,24 +302,30 @@ def connector_patch(name: str, settings: list[str] = typer.Argument(
         if "=" not in s:
             raise fail(f"expected KEY=VALUE, got {s!r}", 2)
         k, v = s.split("=", 1)
+        if not k.strip():
+            raise fail(f"expected KEY=VALUE, got {s!r} (the key is empty)", 2)
         patch[k.strip()] = v if v != "" else None
     run(lambda: client().patch(f"/connectors/{name}/config", json=patch))
-    console.print(f"connector {name} updated", highlight=False)
+    console.print(f"connector {name} updated", highlight=False, markup=False)
 
 
-def _simple(verb: str, method: str, path: str) -> Any:
+def _simple(verb: str, method: str, path: str, doc: str) -> Any:
     def command(name: str) -> None:
         run(lambda: client().request(method, path.format(name=name)))
-        console.print(f"connector {name} {verb}", highlight=False)
+        console.print(f"connector {name} {verb}", highlight=False, markup=False)
 
-    command.__doc__ = f"{verb.capitalize()} a connector."
+    command.__doc__ = doc
     return command
 
 
-connector_app.command("pause")(_simple("paused", "PUT", "/connectors/{name}/pause"))
-connector_app.command("resume")(_simple("resumed", "PUT", "/connectors/{name}/resume"))
-connector_app.command("stop")(_simple("stopped", "PUT", "/connectors/{name}/stop"))
-connector_app.command("delete")(_simple("deleted", "DELETE", "/connectors/{name}"))
+connector_app.command("pause")(_simple("paused", "PUT", "/connectors/{name}/pause",
+                                       "Pause a connector and its tasks."))
+connector_app.command("resume")(_simple("resumed", "PUT", "/connectors/{name}/resume",
+                                        "Resume a paused connector."))
+connector_app.command("stop")(_simple("stopped", "PUT", "/connectors/{name}/stop",
+                                      "Stop a connector: its tasks end, its config stays."))
+connector_app.command("delete")(_simple("deleted", "DELETE", "/connectors/{name}",
+                                        "Delete a connector."))
 
 
 @connector_app.command("restart")
@@ -286,12 +337,12 @@ def connector_restart(name: str,
     c = client()
     if task is not None:
         run(lambda: c.post(f"/connectors/{name}/tasks/{task}/restart"))
-        console.print(f"task {name}-{task} restarted", highlight=False)
+        console.print(f"task {name}-{task} restarted", highlight=False, markup=False)
         return
     data = run(lambda: c.post(f"/connectors/{name}/restart",
                               params={"includeTasks": str(include_tasks).lower(),
                                       "onlyFailed": str(only_failed).lower()}))
-    console.print(f"connector {name} restarted", highlight=False)
+    console.print(f"connector {name} restarted", highlight=False, markup=False)
     if data:
         console.print(render.status_table(data, show_traces=False))
 
@@ -311,7 +362,7 @@ def connector_validate(file: str, output: Output = OutputOpt) -> None:
     if errors:
         console.print(render.validation_table(errors))
         raise fail(f"{data['error_count']} error(s) in {name}'s config", 1)
-    console.print(f"{name}: configuration is valid", highlight=False)
+    console.print(f"{name}: configuration is valid", highlight=False, markup=False)
 
 
 # -- offsets ---------------------------------------------------------------------------------
@@ -332,19 +383,16 @@ def offsets_get(name: str, output: Output = OutputOpt) -> None:
 def offsets_set(name: str, file: str = typer.Argument(
         ..., help='JSON/YAML {"offsets": [{"partition": ..., "offset": ...}]} or - for stdin')) -> None:
     """Alter offsets of a STOPPED connector."""
-    text = sys.stdin.read() if file == "-" else Path(file).read_text()
-    body = yaml.safe_load(text)
-    if isinstance(body, list):
-        body = {"offsets": body}
+    body = load_offsets(file)
     data = run(lambda: client().patch(f"/connectors/{name}/offsets", json=body))
-    console.print(data["message"], highlight=False)
+    console.print(data["message"], highlight=False, markup=False)
 
 
 @offsets_app.command("reset")
 def offsets_reset(name: str) -> None:
     """Forget all offsets of a STOPPED connector."""
     data = run(lambda: client().delete(f"/connectors/{name}/offsets"))
-    console.print(data["message"], highlight=False)
+    console.print(data["message"], highlight=False, markup=False)
 
 
 # -- plugins ---------------------------------------------------------------------------------
@@ -391,11 +439,18 @@ def dlq_replay(name: str, to: str = typer.Option(None, "--to",
     """Re-send a connector's rejected records (e.g. after fixing a transform)."""
     params = {"to": to} if to else {}
     data = run(lambda: client().post(f"/connectors/{name}/dlq/replay", params=params))
-    console.print(f"{data['replayed']} record(s) replayed", highlight=False)
+    console.print(f"{data['replayed']} record(s) replayed", highlight=False, markup=False)
 
 
 def main() -> None:
-    app()
+    """The `kctl` console script: an unexpected exception is still one line without --debug."""
+    try:
+        app()
+    except Exception as e:  # a kctl bug, not a user error; --debug shows where
+        if state.debug:
+            raise
+        print_error(f"unexpected {type(e).__name__}: {e} (run with --debug for the traceback)")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

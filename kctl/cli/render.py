@@ -1,4 +1,8 @@
-"""Rendering REST answers as tables, JSON or YAML."""
+"""Rendering REST answers as tables, JSON or YAML.
+
+Values from the worker are shown literally: a config value such as `orders-[a-z]+` or a
+trace containing `[/...]` is text, never rich markup (which would hide or choke on it).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from typing import Any
 import yaml
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 STATE_STYLE = {"RUNNING": "green", "FAILED": "bold red", "PAUSED": "yellow",
                "STOPPED": "yellow", "UNASSIGNED": "dim", "RESTARTING": "cyan"}
@@ -26,22 +31,28 @@ def dump(data: Any, fmt: str, console: Console) -> bool:
     return False
 
 
+def cell(value: Any) -> Text:
+    """A table cell: styled Text as given, anything else as literal text."""
+    if isinstance(value, Text):
+        return value
+    return Text("" if value is None else str(value))
+
+
 def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> Table:
-    t = Table(title=title, show_lines=False)
+    t = Table(title=Text(title) if title else None, show_lines=False)
     for c in columns:
         t.add_column(c, overflow="fold")
     for r in rows:
-        t.add_row(*("" if v is None else str(v) for v in r))
+        t.add_row(*(cell(v) for v in r))
     return t
 
 
-def state(s: str) -> str:
-    style = STATE_STYLE.get(s)
-    return f"[{style}]{s}[/{style}]" if style else s
+def state(s: str) -> Text:
+    return Text(s, style=STATE_STYLE.get(s, ""))
 
 
 def status_table(status: dict[str, Any], show_traces: bool = True) -> Table:
-    t = Table(title=f"{status['name']} ({status.get('type', 'unknown')})")
+    t = Table(title=Text(f"{status['name']} ({status.get('type', 'unknown')})"))
     t.add_column("kind")
     t.add_column("id")
     t.add_column("state")
@@ -49,16 +60,16 @@ def status_table(status: dict[str, Any], show_traces: bool = True) -> Table:
     t.add_column("trace", overflow="fold")
     c = status["connector"]
 
-    def short(trace: str | None) -> str:
+    def short(trace: str | None) -> Text:
         if not trace:
-            return ""
+            return Text("")
         lines = [ln for ln in trace.strip().splitlines() if ln.strip()]
-        return lines[-1] if not show_traces else "\n".join(lines[-6:])
+        return Text(lines[-1] if not show_traces else "\n".join(lines[-6:]))
 
-    t.add_row("connector", status["name"], state(c["state"]), c.get("worker_id", ""),
+    t.add_row("connector", cell(status["name"]), state(c["state"]), cell(c.get("worker_id")),
               short(c.get("trace")))
     for task in status.get("tasks", []):
-        t.add_row("task", str(task["id"]), state(task["state"]), task.get("worker_id", ""),
+        t.add_row("task", str(task["id"]), state(task["state"]), cell(task.get("worker_id")),
                   short(task.get("trace")))
     return t
 

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
+import pytest
 import yaml
 from support import connectors as sc
 from support.golden import check_golden
 from support.waiting import wait_until
 
+from kctl.api import ConfigDef, SourceConnector, SourceRecord, SourceTask
 from kctl.runtime.states import State
 
 SOURCE = "support.connectors.CounterSourceConnector"
@@ -189,3 +192,158 @@ def test_unreadable_and_malformed_files_are_one_line_errors(kctl, tmp_path):
     r = kctl("connector", "create", f)
     assert r.exit_code == 2 and "broken.yaml" in r.stderr and "not valid YAML" in r.stderr
     assert "Traceback" not in r.output
+
+
+# -- files and stdin the user gets wrong --------------------------------------------------------
+
+# every command that reads a document, with what a wrong shape of document is told
+READERS = {
+    "create": (("connector", "create"), "expected a mapping with name and config"),
+    "apply": (("connector", "apply"), "expected a mapping with name and config"),
+    "validate": (("connector", "validate"), "expected a mapping with name and config"),
+    "offsets-set": (("connector", "offsets", "set", "any"), "expected {\"offsets\": ["),
+}
+BROKEN = {
+    "missing": (None, "cannot read"),
+    "not-yaml": (b"name: [unclosed\nconfig: {\n", "not valid YAML or JSON: "),
+    "cut-json": (b'{"name": "x", "config": {"topic": ', "not valid YAML or JSON: "),
+    "binary": (b"\xff\xfe\x00\x01 not text", "not UTF-8"),
+    "a-list": (b"- name: x\n- connector.class: FileSource\n", None),  # None: the shape message
+    "a-scalar": (b"just words\n", None),
+}
+
+
+def assert_one_line_error(r, *fragments: str) -> None:
+    assert r.exit_code == 2, f"exit {r.exit_code}\n{r.output}"
+    assert "Traceback" not in r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    for f in fragments:
+        assert f in lines[0], lines[0]
+    assert r.stdout == ""
+
+
+@pytest.mark.parametrize("broken", BROKEN, ids=list(BROKEN))
+@pytest.mark.parametrize("reader", READERS, ids=list(READERS))
+def test_a_missing_unreadable_or_misshapen_file_is_one_line_and_exit_2(kctl, worker, tmp_path,
+                                                                       reader, broken):
+    args, shape = READERS[reader]
+    content, fragment = BROKEN[broken]
+    if (reader, broken) == ("offsets-set", "a-list"):  # a list is fine; its entries are not
+        shape = 'offsets[0] must be {"partition": {...}'
+    path = tmp_path / f"{broken}.yaml"
+    if content is not None:
+        path.write_bytes(content)
+    r = kctl(*args, str(path))
+    assert_one_line_error(r, str(path), fragment or shape)
+    assert worker.herder.connectors() == []
+
+
+@pytest.mark.parametrize("reader", READERS, ids=list(READERS))
+def test_stdin_gets_the_same_one_line_errors(kctl, reader):
+    args, shape = READERS[reader]
+    assert_one_line_error(kctl(*args, "-", input="name: [unclosed\n"), "<stdin>",
+                          "not valid YAML or JSON: ", "line 2")
+    assert_one_line_error(kctl(*args, "-", input="just words\n"), "<stdin>", shape)
+
+
+@pytest.mark.parametrize("body, fragment", [
+    ({"offsets": {"partition": {"task": 0}, "offset": {"i": 1}}}, "got dict"),
+    ({"offset": [{"partition": {"task": 0}, "offset": {"i": 1}}]}, "got dict"),
+    (["task-0"], 'offsets[0] must be {"partition": {...}'),
+    ([{"offset": {"i": 1}}], "offsets[0]"),
+    ([{"partition": {"task": 0}, "offset": {"i": 1}}, {"partition": 0, "offset": None}],
+     "offsets[1]"),
+    ([{"partition": {"task": 0}, "offset": 7}], "offsets[0]"),
+], ids=["not-a-list", "misspelt-key", "strings", "no-partition", "partition-not-object",
+        "offset-not-object"])
+def test_offsets_set_checks_the_shape_before_asking_the_worker(kctl, worker, body, fragment):
+    kctl.ok("connector", "create", source_file(kctl, "shaped", count=5), "--initial-state",
+            "STOPPED")
+    f = kctl.file("offsets.json", json.dumps(body))
+    assert_one_line_error(kctl("connector", "offsets", "set", "shaped", f), fragment)
+    assert worker.herder.connector_offsets("shaped") == []  # nothing was written
+
+
+def test_offsets_set_accepts_a_null_offset_and_the_rest_api_shape(kctl, worker):
+    kctl.ok("connector", "create", source_file(kctl, "nulls", count=5), "--initial-state",
+            "STOPPED")
+    body = {"offsets": [{"partition": {"task": 0}, "offset": {"i": 3}},
+                        {"partition": {"task": 1}, "offset": None}]}
+    out = kctl.ok("connector", "offsets", "set", "nulls", "-", input=yaml.safe_dump(body))
+    assert "altered successfully" in out
+    assert worker.herder.connector_offsets("nulls") == [
+        {"partition": {"task": 0}, "offset": {"i": 3}}]
+
+
+def test_patch_with_an_empty_key_is_refused(kctl, worker):
+    kctl.ok("connector", "create", source_file(kctl, "keyless"))
+    assert_one_line_error(kctl("connector", "patch", "keyless", "=5"), "the key is empty")
+    assert "" not in worker.herder.connector_config("keyless")
+
+
+def test_worker_values_are_shown_literally_not_as_markup(kctl, worker):
+    # rich would swallow "[a-z]" as a style tag and crash on "[/x]"
+    f = source_file(kctl, "lit", note="see [/x]")
+    kctl.ok("connector", "create", f)
+    assert "see [/x]" in kctl.ok("connector", "config", "lit")
+    kctl.ok("connector", "patch", "lit", "note=orders-[a-z]+")
+    assert "orders-[a-z]+" in kctl.ok("connector", "config", "lit")
+    diff = kctl.ok("connector", "apply", f)
+    assert "-note=orders-[a-z]+" in diff and "+note=see [/x]" in diff
+
+
+def test_help_texts_say_what_the_commands_do():
+    from typer.testing import CliRunner
+
+    from kctl.cli.main import app
+
+    out = CliRunner().invoke(app, ["connector", "--help"], env={"COLUMNS": "200"}).stdout
+    assert "Pause a connector" in out and "Paused a connector" not in out
+    assert "Resume a paused connector" in out and "Delete a connector" in out
+
+
+# -- --wait on a connector that fails ----------------------------------------------------------
+
+
+class BrokenStartTask(SourceTask):
+    """Fails in start(), so its task goes UNASSIGNED -> FAILED without ever RUNNING."""
+
+    def start(self, props: Mapping[str, str]) -> None:
+        raise PermissionError("no access")  # short: the table is 80 columns wide
+
+    def poll(self) -> list[SourceRecord] | None:
+        return None
+
+    def stop(self) -> None:
+        pass
+
+
+class BrokenStartConnector(SourceConnector):
+    def config(self) -> ConfigDef:
+        return ConfigDef()
+
+    def start(self, props: Mapping[str, str]) -> None:
+        self.props = dict(props)
+
+    def task_class(self) -> type[SourceTask]:
+        return BrokenStartTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [dict(self.props)]
+
+    def stop(self) -> None:
+        pass
+
+
+def test_create_wait_on_a_connector_whose_task_fails_exits_1_with_the_trace(kctl, worker):
+    f = kctl.file("doomed.yaml", yaml.safe_dump(
+        {"name": "doomed", "connector.class": f"{__name__}.BrokenStartConnector"}))
+    r = kctl("connector", "create", f, "--wait", "--timeout", "30")
+    assert r.exit_code == 1, r.output
+    assert "connector doomed created" in r.stdout
+    assert re.search(r"task\s+│\s+0\s+│\s+FAILED", r.stdout), r.stdout
+    assert "PermissionError: no access" in r.stdout  # the trace, in the status table
+    assert r.stderr.strip() == "error: connector doomed FAILED"
+    assert worker.herder.connector_status("doomed").tasks[0].state is State.FAILED

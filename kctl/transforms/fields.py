@@ -14,6 +14,7 @@ from typing import Any
 from kctl.api.config import NO_DEFAULT, ConfigDef, ConfigType, Importance, NonEmptyString
 from kctl.api.data import (
     DATE,
+    DECIMAL,
     OPTIONAL_INT32_SCHEMA,
     OPTIONAL_INT64_SCHEMA,
     OPTIONAL_STRING_SCHEMA,
@@ -286,6 +287,9 @@ def _mask_with(value: Any, replacement: str) -> Any:
     raise DataError(f"Cannot mask value of type {type(value).__name__} with custom replacement.")
 
 
+_FLOATS = (Type.FLOAT32, Type.FLOAT64)
+
+
 class MaskField(KeyOrValue):
     """Replace field values with their type's empty value, or with `replacement`."""
 
@@ -323,7 +327,11 @@ class MaskField(KeyOrValue):
         out = Struct(s.schema)
         for f in s.schema.fields:
             v = field_value(s, f.name, self.replace_null)
-            out.put(f.name, self._masked(v) if f.name in self.fields else v)
+            if f.name in self.fields:
+                if f.schema.type in _FLOATS and isinstance(v, int) and not isinstance(v, bool):
+                    v = float(v)  # a float field may hold an int: mask it as the float it is
+                v = self._masked(v)
+            out.put(f.name, v)
         return self.new_record(record, s.schema, out)
 
 
@@ -340,6 +348,7 @@ class MaskFieldValue(MaskField):
 _CAST_IN = {Type.INT8, Type.INT16, Type.INT32, Type.INT64, Type.FLOAT32, Type.FLOAT64,
             Type.BOOLEAN, Type.STRING, Type.BYTES}
 _CAST_OUT = _CAST_IN - {Type.BYTES}
+_LOGICAL_NAMES = {DATE, TIME, TIMESTAMP, DECIMAL}
 _BITS = {Type.INT8: 8, Type.INT16: 16, Type.INT32: 32, Type.INT64: 64}
 
 
@@ -530,7 +539,11 @@ class Cast(KeyOrValue):
 
     def _build_schema(self, schema: Schema) -> Schema:
         if self.whole is not None:
-            b = copy_basics(schema, self.whole)
+            # The cast value is no longer a Date/Time/Timestamp/Decimal: keeping the logical
+            # name (as Kafka's copySchemaBasics does) gives e.g. a Timestamp schema holding an
+            # int, which converters reject. Schemas without a logical name keep their basics.
+            b = (SchemaBuilder(self.whole) if schema.name in _LOGICAL_NAMES
+                 else copy_basics(schema, self.whole))
             target = self.whole
         else:
             if schema.type is not Type.STRUCT:

@@ -267,7 +267,7 @@ def _member_table(round_: Doc, members: Sequence[str], kind: str) -> Table:
         minus = Work.of(revoked.get(name))
         now = Work.of(assignments.get(name))
         table.add_row(
-            name if name in members else f"{name} (gone)",
+            name if name in members or name.endswith(" (gone)") else f"{name} (gone)",
             _signed(plus, "+", "green"),
             _signed(minus, "-", "red"),
             load_text(now, kind),

@@ -223,8 +223,8 @@ class Round:
             "leader": self.leader,
             "members": list(self.members),
             "assignments": {m: _work_json(self.assignments[m]) for m in self.members},
-            "assigned": {m: _work_json(self.assigned[m]) for m in self.members},
-            "revoked": {m: _work_json(self.revoked[m]) for m in self.members},
+            "assigned": {m: _work_json(self.assigned[m]) for m in sorted(self.assigned)},
+            "revoked": {m: _work_json(self.revoked[m]) for m in sorted(self.revoked)},
             "delay_ms": self.delay_ms,
             "sets": dict(self.sets),
             "protocol": self.protocol,
@@ -336,8 +336,10 @@ class Simulator:
         self.queue: deque[tuple[_Node | None, _Node | None, Any]] = deque()
         self.trace: list[dict[str, Any]] = []
         self.rounds: list[Round] = []
-        self.stopped: dict[str, Any] = {}
-        self.started: dict[str, Any] = {}
+        # Work stopped and started since the last round closed, by process: a process that
+        # left or crashed keeps its entry until a round shows it as a "(gone)" row.
+        self.stopped: dict[_Node, Any] = {}
+        self.started: dict[_Node, Any] = {}
         self.recorded_generation = 0
         self.observers: list[Callable[[Round, Simulator], None]] = []
         self._stable: _Stable | None = None
@@ -392,17 +394,20 @@ class Simulator:
             if isinstance(action, Send):
                 self.queue.append((node, None, action.request))
             elif isinstance(action, StopWork):
-                prior = self.stopped.get(node.name)
-                self.stopped[node.name] = action.work if prior is None else prior | action.work
+                self._add_work(self.stopped, node, action.work)
             elif isinstance(action, StartWork):
-                prior = self.started.get(node.name)
-                self.started[node.name] = action.work if prior is None else prior | action.work
+                self._add_work(self.started, node, action.work)
             elif isinstance(action, MemberFailed):
                 raise ProtocolError(
                     f"member {node.name} failed: {action.error.name} {action.detail}"
                 )
         if node.member.member_id and node.alive:
             self.by_id[node.member.member_id] = node
+
+    @staticmethod
+    def _add_work(book: dict[_Node, Any], node: _Node, work: Any) -> None:
+        prior = book.get(node)
+        book[node] = work if prior is None else prior | work
 
     def _deliver_request(self, node: _Node, request: Any) -> None:
         c = self.coordinator
@@ -478,6 +483,14 @@ class Simulator:
             sets, delay = handler.reports.get(generation, ({}, 0))
         empty = members[0].member.handler.empty() if members else EMPTY
         by_name = {n.name: n for n in members}
+        assigned = {n: self.started.pop(by_name[n], empty) for n in names}
+        revoked = {n: self.stopped.pop(by_name[n], empty) for n in names}
+        # What processes that left or crashed since the last round stopped: a "(gone)" row.
+        # Live processes outside this generation (rejoining) keep theirs for the next round.
+        for book, shown in ((self.started, assigned), (self.stopped, revoked)):
+            for node in [n for n in book if not self._running(n)]:
+                key = node.name if node.name not in by_name else f"{node.name} (gone)"
+                shown[key] = book.pop(node)
         rnd = Round(
             generation=generation,
             at_ms=snap.at_ms,
@@ -486,16 +499,14 @@ class Simulator:
             protocol=snap.protocol,
             members=tuple(names),
             assignments={n: by_name[n].member.owned for n in names},
-            assigned={n: self.started.get(n, empty) for n in names},
-            revoked={n: self.stopped.get(n, empty) for n in names},
+            assigned=assigned,
+            revoked=revoked,
             delay_ms=delay,
             sets=sets,
             trace=tuple(self.trace),
         )
         self.rounds.append(rnd)
         self.trace = []
-        self.started = {}
-        self.stopped = {}
         for observer in self.observers:
             observer(rnd, self)
 
@@ -530,6 +541,10 @@ class Simulator:
             if not acted and not self.queue:
                 return
         raise ProtocolError(f"the group does not settle at {self.now} ms (livelock)")
+
+    def _running(self, node: _Node) -> bool:
+        """Still a process of the scenario (not left, not crashed)."""
+        return node.alive and self.nodes.get(node.name) is node
 
     def _live(self) -> list[_Node]:
         return [self.nodes[n] for n in sorted(self.nodes)]
@@ -598,6 +613,9 @@ class Simulator:
             node.alive = False
         elif action == "crash":
             node = self.nodes.pop(value)
+            # Its work dies with it; the next round shows that as a "(gone)" row.
+            if not node.member.handler.is_empty(node.member.owned):
+                self._add_work(self.stopped, node, node.member.owned)
             # Its last heartbeat went out just before the crash: the session runs from now.
             if node.member.state is MemberState.STABLE:
                 request = Heartbeat(node.member.member_id, node.member.generation)

@@ -102,13 +102,36 @@ def connect_scenarios(draw: st.DrawFn) -> dict[str, Any]:
     return doc
 
 
+def check_every_start_is_stopped_or_still_running(result: dict[str, Any]) -> None:
+    """Conservation: for every item, starts minus stops over all rounds is what runs at
+    the end (0 or 1), so work a leaving or crashing member stopped is counted too."""
+    balance: dict[str, int] = {}
+    for rnd in result["rounds"]:
+        for work in rnd["assigned"].values():
+            for item in flat(work):
+                balance[item] = balance.get(item, 0) + 1
+        for work in rnd["revoked"].values():
+            for item in flat(work):
+                balance[item] = balance.get(item, 0) - 1
+        assert all(n in (0, 1) for n in balance.values()), f"generation {rnd['generation']}"
+    running = {item for work in result["final"].values() for item in flat(work)}
+    assert {item for item, n in balance.items() if n} == running
+    summary = result["summary"]
+    parts = ("tasks", "connectors") if result["kind"] == "connect" else ("partitions",)
+    started = sum(summary[f"{part}_started"] for part in parts)
+    stopped = sum(summary[f"{part}_stopped"] for part in parts)
+    assert started - stopped == len(running)
+
+
 def run(doc: dict[str, Any], cooperative: bool) -> dict[str, Any]:
     scenario = load_scenario(yaml.safe_dump({k: v for k, v in doc.items() if k != "_expected"}))
     result = simulate(scenario, observer=check_round(cooperative)).to_json()
+    check_every_start_is_stopped_or_still_running(result)
     if cooperative:
         rounds = result["rounds"]
         for i, rnd in enumerate(rounds):
-            if any(flat(w) for w in rnd["revoked"].values()):
+            # A member of the round that revoked rejoins; a gone process does not.
+            if any(flat(rnd["revoked"][m]) for m in rnd["members"]):
                 follow = rounds[i + 1] if i + 1 < len(rounds) else None
                 assert follow is not None and follow["at_ms"] == rnd["at_ms"], (
                     f"generation {rnd['generation']} revoked work but no round followed it"

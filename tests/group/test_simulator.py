@@ -205,7 +205,13 @@ events:
     expired = doc["rounds"][3]
     assert expired["at_ms"] == 311_000
     assert items(expired["assigned"]["w2"]) == w2_work  # KAFKA-10413: the returning worker
-    assert doc["summary"]["tasks_stopped"] == 0
+    # The only tasks that stopped are the two that died with w2 (shown once, as a gone
+    # row of the round that noticed the crash); no surviving worker stopped anything.
+    noticed = doc["rounds"][1]
+    assert noticed["members"] == ["w1", "w3"]
+    assert items(noticed["revoked"]["w2"]) == w2_work
+    assert all(not items(r["revoked"][m]) for r in doc["rounds"] for m in r["members"])
+    assert doc["summary"]["tasks_stopped"] == 2
 
 
 def test_when_the_leader_leaves_its_memory_goes_and_the_new_leader_reassigns_at_once():
@@ -347,8 +353,10 @@ events:
     assert first["assignments"] == {"C0": ["T0-0", "T0-1", "T1-0"], "C1": ["T0-2", "T1-1"]}
     last = doc["rounds"][1]
     assert last["revoked"]["C1"] == ["T0-2", "T1-1"]  # eager: everything, even what it keeps
+    assert last["revoked"]["C0"] == ["T0-0", "T0-1", "T1-0"]  # what C0 stopped as it left
+    assert last["members"] == ["C1"]
     assert last["assigned"]["C1"] == ["T0-0", "T0-1", "T0-2", "T1-0", "T1-1"]
-    assert doc["summary"]["partitions_stopped"] == 2
+    assert doc["summary"]["partitions_stopped"] == 5
 
 
 def test_partition_growth_is_noticed_by_the_leader():
@@ -580,3 +588,67 @@ events: [{join: {C3: [T0]}}]
     )
     assert eager["summary"]["partitions_stopped"] == 3
     assert doc["summary"]["partitions_stopped"] == 1
+
+
+# ---------------------------------------------------------------- members that go
+
+
+def test_an_eager_leave_counts_what_the_leaving_worker_stopped_as_a_gone_row():
+    doc = run(
+        """
+kind: connect
+protocol: eager
+workers: [w1, w2, w3]
+connectors: {ct1: 4, ct2: 4}
+events: [{leave: w3}]
+"""
+    )
+    before, leave = doc["rounds"]
+    assert leave["members"] == ["w1", "w2"]
+    # Eager stops everything that ran, the leaver's work included.
+    assert leave["revoked"]["w3"] == before["assignments"]["w3"]
+    for member in ("w1", "w2"):
+        assert leave["revoked"][member] == before["assignments"][member]
+    running_before = sum(len(w["tasks"]) for w in before["assignments"].values())
+    stopped_in_leave = sum(len(w["tasks"]) for w in leave["revoked"].values())
+    started_in_leave = sum(len(w["tasks"]) for w in leave["assigned"].values())
+    assert stopped_in_leave == running_before == started_in_leave == 8
+    assert doc["summary"]["tasks_stopped"] == 8
+    assert doc["summary"]["connectors_stopped"] == 2
+
+
+def test_a_crashed_workers_tasks_are_stopped_in_the_round_that_notices_it():
+    doc = run(
+        """
+kind: connect
+protocol: sessioned
+scheduled_rebalance_max_delay_ms: 0
+workers: [w1, w2, w3]
+connectors: {ct1: 3}
+events: [{at_ms: 1000, crash: w3}, {advance_ms: 20000}]
+"""
+    )
+    first, noticed = doc["rounds"]
+    assert noticed["at_ms"] == 11_000 and "w3" not in noticed["members"]
+    assert noticed["revoked"]["w3"] == first["assignments"]["w3"]
+    assert items(noticed["revoked"]["w3"]) == moved(noticed, "assigned")
+    assert doc["summary"]["tasks_stopped"] == len(first["assignments"]["w3"]["tasks"])
+
+
+def test_a_crashed_member_back_under_its_name_keeps_its_old_work_on_a_separate_row():
+    doc = run(
+        """
+kind: consumer
+protocol: cooperative-sticky
+topics: {T0: 4}
+members: {C0: [T0], C1: [T0]}
+events:
+  - {at_ms: 1000, crash: C1}
+  - {join: {C1: [T0]}}
+"""
+    )
+    first, back = doc["rounds"]
+    assert back["members"] == ["C0", "C1"]
+    assert back["revoked"]["C1 (gone)"] == first["assignments"]["C1"]
+    assert back["revoked"]["C1"] == []  # the new process stopped nothing
+    assert doc["summary"]["partitions_stopped"] == 2

@@ -14,7 +14,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kctl import __version__
-from kctl.errors import AlreadyExistsError, ConflictError, NotFoundError, ValidationError
+from kctl.errors import (
+    AlreadyExistsError,
+    ConfigError,
+    ConflictError,
+    KctlError,
+    NotFoundError,
+    ValidationError,
+)
 from kctl.runtime import connector_config as cc
 from kctl.runtime.herder import Herder
 from kctl.runtime.plugins import Plugins
@@ -500,25 +507,44 @@ def build_transport(config: Any) -> Any:
 
 
 class StandaloneWorker:
-    """Everything one `kctl worker start` runs, wired together; also used by tests."""
+    """Everything one `kctl worker start` runs, wired together; also used by tests.
 
-    def __init__(self, config: Any):
+    Nothing touches state.dir until everything that can be checked without it has been:
+    the config (WorkerConfig), the Spark master, the plugins and the REST port. A worker
+    that cannot start leaves no state directory, lock or log behind.
+    """
+
+    def __init__(self, config: Any, plugins: Plugins | None = None):
         from kctl.rest.app import create_app
         from kctl.rest.server import RestServer
         from kctl.runtime.spark import SparkEngine
 
         self.config = config
-        config.state_dir.mkdir(parents=True, exist_ok=True)
-        self.transport = build_transport(config)
-        self.offsets, self.configs, self.statuses = build_stores(config.state_dir)
         self.spark = SparkEngine(config.spark_conf())
-        self.plugins = Plugins(config.get_list("plugin.path"))
+        self.plugins = plugins or Plugins(config.get_list("plugin.path"))
         for err in self.plugins.load_errors:
             log.warning("plugin: %s", err)
-        self.herder = StandaloneHerder("starting", self.plugins, self.configs, self.statuses,
-                                       self.offsets)
+        self.herder = StandaloneHerder("starting", self.plugins, None, None, None)
         host, port = config.listener()
-        self.rest = RestServer(create_app(self.herder), host, port)
+        try:
+            self.rest = RestServer(create_app(self.herder), host, port)
+        except ConfigError as e:
+            raise ConfigError(f"{config.source}: {e}", key="listeners",
+                              source=config.source) from e
+        try:
+            config.state_dir.mkdir(parents=True, exist_ok=True)
+            self.transport = build_transport(config)
+        except BaseException:
+            self.rest.stop()
+            raise
+        try:
+            self.offsets, self.configs, self.statuses = build_stores(config.state_dir)
+        except BaseException:
+            self.rest.stop()
+            self.transport.close()
+            raise
+        self.herder.configs, self.herder.statuses = self.configs, self.statuses
+        self.herder.offsets = self.offsets
 
     def start(self) -> None:
         self.rest.start()
@@ -541,43 +567,93 @@ class StandaloneWorker:
                 self.transport.close()
 
 
-def run_worker(config_path: str | None, connector_files: list[str], console: Any) -> int:
-    """Run a standalone worker in the foreground until SIGINT/SIGTERM; returns an exit code."""
+def _load_connectors(files: list[str], plugins: Plugins) -> list[tuple[str, dict[str, str]]]:
+    """Read and validate every connector file, so a bad one stops the worker before it starts
+    (connect-standalone exits on a connector it cannot create, too)."""
+    from kctl.runtime.connector_config import load_connector_file
+
+    loaded = []
+    for f in files:
+        try:
+            name, config = load_connector_file(f)
+        except KctlError as e:
+            raise ConfigError(str(e) if f in str(e) else f"{f}: {e}", source=f) from e
+        try:
+            raise_if_invalid(validate_config(plugins, config))
+        except ValidationError as e:
+            lines = [f"{k}: {m}" for k, ms in e.errors.items() for m in ms]
+            raise ValidationError(f"{f}: connector {name} is invalid:\n"
+                                  + "\n".join(f"  - {line}" for line in lines), e.errors) from e
+        loaded.append((name, config))
+    return loaded
+
+
+def run_worker(config_path: str | None, connector_files: list[str], console: Any,
+               err_console: Any | None = None) -> int:
+    """Run a standalone worker in the foreground until SIGINT/SIGTERM; returns an exit code.
+
+    Progress goes to `console`, errors to `err_console` (stderr). The first Ctrl-C stops the
+    worker cleanly (exit 0); a second one during a slow stop exits at once (130).
+    """
+    import os
     import signal
 
-    from kctl.errors import KctlError
-    from kctl.runtime.connector_config import load_connector_file
     from kctl.runtime.worker_config import WorkerConfig
 
+    err = err_console if err_console is not None else console
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        if stop.is_set():
+            os._exit(130)  # asked twice: the user wants out now
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+    def error(e: BaseException) -> int:
+        from rich.text import Text
+
+        err.print(Text.assemble(("error:", "red"), " ", str(e)), highlight=False, soft_wrap=True)
+        return 2
+
+    try:
+        config = WorkerConfig.from_file(config_path)
+    except KctlError as e:
+        return error(e)
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        config = WorkerConfig.from_file(config_path)
-        connectors = [load_connector_file(f) for f in connector_files]
-        worker = StandaloneWorker(config)
+        plugins = Plugins(config.get_list("plugin.path"))
+        connectors = _load_connectors(connector_files, plugins)
+        worker = StandaloneWorker(config, plugins)
     except KctlError as e:
-        console.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
-        return 2
-    stop = threading.Event()
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        return error(e)
     try:
-        worker.start()
-        console.print(f"kctl worker {worker.herder.worker_id} ({'embedded log at ' + str(config.state_dir) if config.embedded else 'Kafka ' + ','.join(config.get_list('bootstrap.servers'))})",
-                      highlight=False)
-        console.print(f"REST API listening on {worker.rest.url}", highlight=False)
+        if not stop.is_set():
+            worker.start()
+            where = (f"embedded log at {config.state_dir}" if config.embedded
+                     else "Kafka " + ",".join(config.get_list("bootstrap.servers")))
+            console.print(f"kctl worker {worker.herder.worker_id} ({where})", highlight=False, markup=False)
+            console.print(f"REST API listening on {worker.rest.url}", highlight=False, markup=False)
         for name, cfg in connectors:
+            if stop.is_set():
+                break
             created, _ = worker.herder.put_connector_config(name, cfg)
             console.print(f"connector {name} {'created' if created else 'updated'}",
-                          highlight=False)
+                          highlight=False, markup=False)
     except KctlError as e:
-        console.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+        code = error(e)
         worker.stop()
-        return 2
+        return code
+    except BaseException:
+        worker.stop()
+        raise
     try:
         while not stop.wait(0.5):
             pass
     finally:
         console.print("stopping worker...", highlight=False)
         worker.stop()
+        console.print("worker stopped", highlight=False)
     return 0

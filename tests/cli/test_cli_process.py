@@ -7,11 +7,17 @@ Client commands must answer without importing Spark, Arrow or the REST server, s
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
+import httpx
+import pytest
 from support.broker import free_port
+from support.waiting import wait_until
 
 HEAVY = ("pyspark", "pyarrow", "pandas", "fastapi", "uvicorn", "py4j", "confluent_kafka")
 
@@ -19,6 +25,13 @@ HEAVY = ("pyspark", "pyarrow", "pandas", "fastapi", "uvicorn", "py4j", "confluen
 def kctl(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "kctl.cli.main", *args], capture_output=True,
                           text=True, timeout=60, env=env)
+
+
+def with_test_plugins() -> dict[str, str]:
+    """The environment with tests/ importable, so support.connectors load by dotted path."""
+    tests = str(Path(__file__).resolve().parents[1])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
+        tests, os.environ.get("PYTHONPATH")]))}
 
 
 def modules_after(args: list[str]) -> tuple[int, list[str]]:
@@ -77,15 +90,105 @@ def test_url_comes_from_kctl_url_in_the_environment():
     assert r.returncode == 1 and url in r.stderr
 
 
+def assert_refused_before_any_state(r: subprocess.CompletedProcess[str], state: Path) -> str:
+    """Exit 2, the error on stderr only, no traceback, and no state dir, lock or log made."""
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stdout == "", f"errors belong on stderr, got stdout {r.stdout!r}"
+    assert r.stderr.startswith("error: "), r.stderr
+    assert "Traceback" not in r.stderr
+    assert not state.exists(), sorted(str(p) for p in state.rglob("*"))
+    return r.stderr
+
+
 def test_worker_start_with_a_bad_config_names_every_problem_and_starts_nothing(tmp_path):
     state = tmp_path / "state"
     cfg = tmp_path / "worker.yaml"
     cfg.write_text(f"state.dir: {state}\nlisteners: http://127.0.0.1:{free_port()}\n"
                    "offset.flush.interval.ms: soon\nbogus.key: 1\n")
+    err = assert_refused_before_any_state(kctl("worker", "start", str(cfg)), state)
+    assert f"{cfg}: 2 problems:" in err
+    assert "'bogus.key'" in err and "offset.flush.interval.ms" in err and "'soon'" in err
+
+
+def test_worker_start_checks_spark_converters_and_plugin_path_before_making_state(tmp_path):
+    state = tmp_path / "state"
+    cfg = tmp_path / "worker.yaml"
+    cfg.write_text(f"state.dir: {state}\nlisteners: http://127.0.0.1:{free_port()}\n"
+                   "spark.master: yarn\nvalue.converter: AvroConverter\n"
+                   f"plugin.path: [{tmp_path / 'no-plugins'}]\n")
+    err = assert_refused_before_any_state(kctl("worker", "start", str(cfg)), state)
+    assert err.startswith(f"error: {cfg}: 3 problems:")
+    assert "'yarn' for configuration spark.master" in err
+    assert "'AvroConverter' for configuration value.converter" in err
+    assert f"'{tmp_path / 'no-plugins'}' for configuration plugin.path: no such directory" in err
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (None, "cannot read config file"),
+    ("state.dir: [oops\n", "not valid YAML: "),
+    ("- state.dir\n", "expected a mapping of config keys"),
+], ids=["missing", "not-yaml", "a-list"])
+def test_worker_start_with_an_unreadable_config_is_one_line(tmp_path, content, fragment):
+    cfg = tmp_path / "worker.yaml"
+    if content is not None:
+        cfg.write_text(content)
     r = kctl("worker", "start", str(cfg))
-    assert r.returncode == 2
-    out = r.stdout + r.stderr
-    assert f"{cfg}: 2 problems:" in out
-    assert "'bogus.key'" in out and "offset.flush.interval.ms" in out and "'soon'" in out
-    assert "Traceback" not in out
-    assert not state.exists()  # not started half-configured
+    err = assert_refused_before_any_state(r, tmp_path / "state")
+    assert len(err.strip().splitlines()) == 1 and str(cfg) in err and fragment in err, err
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (None, "cannot read connector file"),
+    ("name: [oops\n", "not valid YAML or JSON"),
+    ("- name: x\n", "expected a mapping with name and config"),
+    ("name: broken\nconnector.class: support.connectors.CounterSourceConnector\ncount: many\n",
+     "connector broken is invalid"),
+], ids=["missing", "not-yaml", "a-list", "invalid-config"])
+def test_worker_start_with_a_bad_connector_file_starts_nothing(tmp_path, content, fragment):
+    state = tmp_path / "state"
+    cfg = tmp_path / "worker.yaml"
+    cfg.write_text(f"state.dir: {state}\nlisteners: http://127.0.0.1:{free_port()}\n")
+    connector = tmp_path / "connector.yaml"
+    if content is not None:
+        connector.write_text(content)
+    r = kctl("worker", "start", str(cfg), str(connector), env=with_test_plugins())
+    err = assert_refused_before_any_state(r, state)
+    assert str(connector) in err and fragment in err, err
+    if content and "count: many" in content:  # each field problem on its own line
+        assert "  - count: Invalid value 'many'" in err and "  - topic: Missing required" in err
+
+
+def test_ctrl_c_stops_the_worker_cleanly_with_exit_0(tmp_path):
+    port = free_port()
+    cfg = tmp_path / "worker.yaml"
+    cfg.write_text(f"state.dir: {tmp_path / 'state'}\nlisteners: http://127.0.0.1:{port}\n"
+                   "offset.flush.interval.ms: 100\n")
+    connector = tmp_path / "counter.yaml"
+    connector.write_text("name: ticking\nconnector.class: support.connectors.CounterSourceConnector\n"
+                         "topic: ticks\ncount: 100000000\npoll.sleep.ms: 5\n")
+    # its own session, so the SIGINT reaches the whole group as a terminal's Ctrl-C does
+    proc = subprocess.Popen([sys.executable, "-m", "kctl.cli.main", "worker", "start", str(cfg),
+                             str(connector)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=with_test_plugins(), start_new_session=True)
+    try:
+        url = f"http://127.0.0.1:{port}/connectors/ticking/status"
+
+        def task_running() -> bool:
+            try:
+                return httpx.get(url).json()["tasks"][0]["state"] in ("RUNNING", "FAILED")
+            except (httpx.HTTPError, LookupError, ValueError):
+                return proc.poll() is not None
+
+        wait_until(task_running, timeout=60, message="worker up and its task RUNNING")
+        assert httpx.get(url).json()["tasks"][0]["state"] == "RUNNING"
+        assert proc.poll() is None, proc.communicate()
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, out + err
+    assert out.splitlines()[-2:] == ["stopping worker...", "worker stopped"], out
+    alarming = ("Traceback", "Error", "ERROR", "Exception", "KeyboardInterrupt", "Aborted")
+    assert not [word for word in alarming if word in out + err], out + err

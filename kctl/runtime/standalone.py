@@ -598,8 +598,6 @@ def run_worker(config_path: str | None, connector_files: list[str], console: Any
     import os
     import signal
 
-    from kctl.runtime.worker_config import WorkerConfig
-
     err = err_console if err_console is not None else console
     stop = threading.Event()
 
@@ -608,8 +606,18 @@ def run_worker(config_path: str | None, connector_files: list[str], console: Any
             os._exit(130)  # asked twice: the user wants out now
         stop.set()
 
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return _serve(config_path, connector_files, console, err, stop)
+    finally:  # an in-process caller (a test) gets its own handlers back
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _serve(config_path: str | None, connector_files: list[str], console: Any, err: Any,
+           stop: threading.Event) -> int:
+    """The body of run_worker, once its signal handlers are in place."""
+    from kctl.runtime.worker_config import WorkerConfig
 
     def error(e: BaseException) -> int:
         from rich.text import Text
@@ -634,8 +642,10 @@ def run_worker(config_path: str | None, connector_files: list[str], console: Any
             worker.start()
             where = (f"embedded log at {config.state_dir}" if config.embedded
                      else "Kafka " + ",".join(config.get_list("bootstrap.servers")))
-            console.print(f"kctl worker {worker.herder.worker_id} ({where})", highlight=False, markup=False)
-            console.print(f"REST API listening on {worker.rest.url}", highlight=False, markup=False)
+            console.print(f"kctl worker {worker.herder.worker_id} ({where})", highlight=False,
+                          markup=False)
+            console.print(f"REST API listening on {worker.rest.url}", highlight=False,
+                          markup=False)
         for name, cfg in connectors:
             if stop.is_set():
                 break

@@ -44,6 +44,12 @@ SUMMARY_LABELS = {
     "stable_at_ms": "stable at (ms)",
 }
 
+# A consumer document also carries the contract's tasks_* (counting partitions) and
+# connectors_* (0) keys for scripts; people read the partitions_* rows instead.
+CONSUMER_SUMMARY_ALIASES = frozenset(
+    {"tasks_stopped", "tasks_started", "connectors_stopped", "connectors_started"}
+)
+
 ERROR_CODES = ("REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "ERROR")
 
 _NUMBERED = re.compile(r"^(?P<prefix>.+)-(?P<number>\d+)$")
@@ -192,10 +198,19 @@ def _difference(eager: Doc, cooperative: Doc) -> dict[str, int]:
 def stopped_key(doc: Doc) -> str:
     """The summary field that measures the stop-the-world cost for this kind of group."""
     summary = doc.get("summary", {})
-    for key in ("tasks_stopped", "partitions_stopped"):
+    for key in ("partitions_stopped", "tasks_stopped"):
         if key in summary:
             return key
     return "tasks_stopped"
+
+
+def shown_summary(doc: Doc) -> dict[str, Any]:
+    """The summary rows a person reads: a consumer's contract aliases stay in the JSON."""
+    summary = dict(doc.get("summary", {}))
+    if doc.get("kind") == "consumer" and "partitions_stopped" in summary:
+        for key in CONSUMER_SUMMARY_ALIASES:
+            summary.pop(key, None)
+    return summary
 
 
 # --------------------------------------------------------------------------- rounds
@@ -303,7 +318,7 @@ def _sets_text(sets: Mapping[str, Any]) -> Text | None:
 
 
 def render_summary(doc: Doc, console: Console) -> None:
-    summary = doc.get("summary", {})
+    summary = shown_summary(doc)
     console.print(Rule(Text("summary", style="bold"), align="left"))
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
@@ -329,7 +344,7 @@ def render_compare(eager: Doc, cooperative: Doc, console: Console) -> None:
     table.add_column(left, justify="right")
     table.add_column(right, justify="right")
     table.add_column(f"{left} - {right}", justify="right")
-    lsum, rsum = eager.get("summary", {}), cooperative.get("summary", {})
+    lsum, rsum = shown_summary(eager), shown_summary(cooperative)
     stop_key = stopped_key(eager)
     for key in [*lsum, *(k for k in rsum if k not in lsum)]:
         lv, rv = lsum.get(key, "—"), rsum.get(key, "—")

@@ -249,17 +249,25 @@ class SimulationResult:
     end_ms: int
 
     def summary(self) -> dict[str, int]:
-        parts = ("tasks", "connectors") if self.kind == "connect" else ("partitions",)
+        """The contract's keys for both kinds. A consumer's unit of work is a partition, so
+        its tasks_* count partitions (what a sink task stops and starts) and its
+        connectors_* are 0; partitions_* say the same under their own name."""
+        if self.kind == "connect":
+            measures = {"tasks": "tasks", "connectors": "connectors"}
+        else:
+            measures = {"tasks": "partitions", "connectors": "none"}
         summary: dict[str, int] = {"rounds": len(self.rounds)}
-        for part in parts:
-            summary[f"{part}_stopped"] = sum(
-                _size(w, part) for r in self.rounds for w in r.revoked.values()
-            )
-            summary[f"{part}_started"] = sum(
-                _size(w, part) for r in self.rounds for w in r.assigned.values()
-            )
+        for key, part in measures.items():
+            summary[f"{key}_stopped"] = self._total(part, "revoked")
+            summary[f"{key}_started"] = self._total(part, "assigned")
+        if self.kind != "connect":
+            summary["partitions_stopped"] = summary["tasks_stopped"]
+            summary["partitions_started"] = summary["tasks_started"]
         summary["stable_at_ms"] = self.rounds[-1].at_ms if self.rounds else 0
         return summary
+
+    def _total(self, part: str, field: str) -> int:
+        return sum(_size(w, part) for r in self.rounds for w in getattr(r, field).values())
 
     def to_json(self) -> dict[str, Any]:
         return {

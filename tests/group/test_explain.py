@@ -249,3 +249,21 @@ def test_flags_that_break_the_contract_are_config_errors():
         explain.scenario_from_flags(kind="broker")
     with pytest.raises(ConfigError, match="protocol"):
         explain.scenario_from_flags(protocol="zigzag")
+
+
+def test_a_consumer_summary_shows_partitions_not_its_task_aliases():
+    scenario = {
+        "kind": "consumer", "protocol": "range", "topics": {"T0": 4},
+        "members": {"C0": ["T0"], "C1": ["T0"]}, "events": [{"join": {"C2": ["T0"]}}],
+    }
+    eager, cooperative = explain.simulate_compare(scenario)
+    assert eager["summary"]["tasks_stopped"] == eager["summary"]["partitions_stopped"]
+    for text in (
+        rendered(lambda c: explain.render(eager, c)),
+        rendered(lambda c: explain.render_compare(eager, cooperative, c)),
+    ):
+        assert "partitions revoked" in text
+        assert "tasks stopped" not in text and "connectors" not in text
+    compare = rendered(lambda c: explain.render_compare(eager, cooperative, c))
+    left = eager["summary"]["partitions_stopped"]
+    assert f"range stops {left} partitions, cooperative-sticky stops" in compare

@@ -652,3 +652,28 @@ events:
     assert back["revoked"]["C1 (gone)"] == first["assignments"]["C1"]
     assert back["revoked"]["C1"] == []  # the new process stopped nothing
     assert doc["summary"]["partitions_stopped"] == 2
+
+
+# ---------------------------------------------------------------- the consumer summary
+
+
+def test_a_consumer_summary_has_the_contracts_keys_counting_partitions():
+    """Scripts read tasks_stopped for either kind: a consumer's tasks are its partitions."""
+    doc = run(
+        """
+kind: consumer
+protocol: range
+topics: {T0: 3, T1: 2}
+members: {C0: [T0, T1]}
+events: [{join: {C1: [T0, T1]}}, {leave: C0}]
+"""
+    )
+    summary = doc["summary"]
+    contract = ["rounds", "tasks_stopped", "tasks_started", "connectors_stopped",
+                "connectors_started", "stable_at_ms"]
+    assert set(contract) <= set(summary)
+    stopped = sum(len(p) for r in doc["rounds"] for p in r["revoked"].values())
+    started = sum(len(p) for r in doc["rounds"] for p in r["assigned"].values())
+    assert summary["tasks_stopped"] == summary["partitions_stopped"] == stopped == 10
+    assert summary["tasks_started"] == summary["partitions_started"] == started == 15
+    assert summary["connectors_stopped"] == summary["connectors_started"] == 0

@@ -452,6 +452,8 @@ def cast_value(schema: Schema | None, value: Any, target: Type) -> Any:
     if inferred not in _CAST_IN:
         raise DataError(f"Cast transformation does not support casting from {inferred.name}; "
                         f"supported types are {sorted(x.name for x in _CAST_IN)}")
+    if inferred in _FLOATS and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)  # a float field may hold an int: cast it as the float it is
     if target is Type.STRING:
         return _to_string(value, schema)
     if schema is not None:

@@ -272,6 +272,19 @@ def test_cast_of_a_null_leaves_the_record_as_is(make, variant, key_schema, key, 
     assert make(f"Cast${variant}", spec="foo:int64").apply(rec) is rec
 
 
+def test_cast_of_a_float_field_that_holds_an_int(make):
+    # kctl's FLOAT32/FLOAT64 schemas accept Python ints (5 for 5.0); cast to string they read as
+    # the float they are, as they would had the record come through the JsonConverter.
+    schema = SchemaBuilder.struct().field("price", FLOAT64_SCHEMA).field("w", FLOAT32_SCHEMA) \
+        .build()
+    out = make("Cast$Value", spec="price:string,w:string").apply(
+        source(schema, Struct(schema, {"price": 5, "w": 2})))
+    assert out.value.to_dict() == {"price": "5.0", "w": "2.0"}
+    assert make("Cast$Key", spec="string").apply(
+        source(None, None, key_schema=FLOAT64_SCHEMA, key=5)).key == "5.0"
+    assert make("Cast$Value", spec="int8").apply(source(FLOAT64_SCHEMA, 300)).value == 44
+
+
 def test_cast_config_errors():  # testConfigEmpty, ...InvalidSchemaType, ...InvalidTargetType,
     from kctl.transforms import CastValue  # ...UnsupportedTargetType, ...InvalidMap, ...Mix...
 

@@ -8,6 +8,7 @@ the other side of the record is a bystander that must come through untouched.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime as dt
 from typing import Any, NamedTuple
@@ -188,7 +189,8 @@ def _variant(case: Case, target: str) -> str:
 @TARGETS
 @EACH_CASE
 def test_with_schema(make, case: Case, target: str):
-    original = record_with(target, case.schema_in, case.value_in)
+    value_in = copy.deepcopy(case.value_in)
+    original = record_with(target, case.schema_in, value_in)
     out = make(_variant(case, target), **case.config).apply(original)
     schema, value = payload_of(out, target)
     assert schema == case.schema_out
@@ -196,18 +198,18 @@ def test_with_schema(make, case: Case, target: str):
     if isinstance(value, Struct):
         value.validate()  # what a converter will check before serializing it
     assert_rest_untouched(out, original, target)
-    assert payload_of(original, target) == (case.schema_in, case.value_in)  # input not mutated
+    assert value_in == case.value_in  # the input is not mutated
 
 
 @TARGETS
 @EACH_CASE
 def test_without_schema(make, case: Case, target: str):
-    plain_in = dict(case.plain_in) if isinstance(case.plain_in, dict) else case.plain_in
+    plain_in = copy.deepcopy(case.plain_in)
     original = record_with(target, None, plain_in)
     out = make(_variant(case, target), **case.config).apply(original)
     assert payload_of(out, target) == (None, case.plain_out)
     assert_rest_untouched(out, original, target)
-    assert payload_of(original, target) == (None, case.plain_in)  # input not mutated
+    assert plain_in == case.plain_in  # the input is not mutated
 
 
 @TARGETS

@@ -233,6 +233,12 @@ _LOGICAL_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+def _same_shape(a: Schema, b: Schema) -> bool:
+    """A struct default is built before its schema exists, so it carries the schema
+    without the default (and maybe without `optional`): same fields, name and version."""
+    return (a.type, a.name, a.version, a.fields) == (b.type, b.name, b.version, b.fields)
+
+
 def validate_value(schema: Schema, value: Any, where: str = "value") -> None:
     """Raise DataError when `value` does not fit `schema`, naming the path that fails."""
     if value is None:
@@ -244,7 +250,7 @@ def validate_value(schema: Schema, value: Any, where: str = "value") -> None:
     if schema.type is Type.STRUCT:
         if not isinstance(value, Struct):
             raise DataError(f"{where}: expected Struct, got {type(value).__name__}")
-        if value.schema != schema:
+        if value.schema != schema and not (where == "default" and _same_shape(value.schema, schema)):
             raise DataError(f"{where}: struct schema does not match")
         value.validate()
         return

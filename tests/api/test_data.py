@@ -54,3 +54,15 @@ def test_schemas_compare_by_value():
 def test_duplicate_field_rejected():
     with pytest.raises(DataError, match="duplicate"):
         SchemaBuilder.struct().field("a", d.STRING_SCHEMA).field("a", d.STRING_SCHEMA)
+
+
+def test_a_struct_schema_can_default_to_a_struct_of_its_own_fields():
+    """Kafka's Flatten and TimestampConverter tests build optional structs whose default is
+    a Struct: the default is made from the schema before the default was set."""
+    shape = SchemaBuilder.struct().field("a", d.INT32_SCHEMA).optional()
+    default = Struct(shape.build()).put("a", 7)
+    schema = shape.default_value(default).build()
+    assert schema.default.get("a") == 7
+    other = Struct(SchemaBuilder.struct().field("b", d.INT32_SCHEMA).build()).put("b", 1)
+    with pytest.raises(DataError, match="default: struct schema does not match"):
+        SchemaBuilder.struct().field("a", d.INT32_SCHEMA).default_value(other).build()

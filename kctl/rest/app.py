@@ -7,6 +7,7 @@ plus `errors` (field -> messages) for invalid configs so clients can show a tabl
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -87,8 +88,13 @@ def create_app(herder: Herder) -> FastAPI:
             out[n] = entry
         return out
 
+    def created(request: Request, name: str, body: Any) -> JSONResponse:
+        """201 with the new connector's URL in Location, as Kafka Connect answers."""
+        location = f"{str(request.base_url).rstrip('/')}/connectors/{quote(name, safe='')}"
+        return JSONResponse(body, status_code=201, headers={"Location": location})
+
     @app.post("/connectors", status_code=201)
-    def create(body: dict[str, Any] = Body(...)) -> Any:
+    def create(request: Request, body: dict[str, Any] = Body(...)) -> Any:
         name = body.get("name")
         config = body.get("config")
         if not isinstance(name, str) or not name:
@@ -102,7 +108,7 @@ def create_app(herder: Herder) -> FastAPI:
         if state not in targets:
             raise ValidationError(f"initial_state must be RUNNING, PAUSED or STOPPED, not {state}",
                                   {"initial_state": ["invalid"]})
-        return herder.create_connector(name, config, targets[state]).to_json()
+        return created(request, name, herder.create_connector(name, config, targets[state]).to_json())
 
     @app.get("/connectors/{name}")
     def get_connector(name: str) -> Any:
@@ -113,9 +119,9 @@ def create_app(herder: Herder) -> FastAPI:
         return herder.connector_config(name)
 
     @app.put("/connectors/{name}/config")
-    def put_config(name: str, body: dict[str, Any] = Body(...)) -> JSONResponse:
-        created, info = herder.put_connector_config(name, body)
-        return JSONResponse(info.to_json(), status_code=201 if created else 200)
+    def put_config(request: Request, name: str, body: dict[str, Any] = Body(...)) -> JSONResponse:
+        is_new, info = herder.put_connector_config(name, body)
+        return created(request, name, info.to_json()) if is_new else JSONResponse(info.to_json())
 
     @app.patch("/connectors/{name}/config")
     def patch_config(name: str, body: dict[str, Any] = Body(...)) -> Any:
@@ -136,12 +142,11 @@ def create_app(herder: Herder) -> FastAPI:
 
     @app.post("/connectors/{name}/restart")
     def restart(name: str, includeTasks: bool = False, onlyFailed: bool = False) -> Response:
-        result = herder.restart_connector(name, include_tasks=includeTasks, only_failed=onlyFailed)
+        plan = herder.restart_connector(name, include_tasks=includeTasks, only_failed=onlyFailed)
         if not includeTasks and not onlyFailed:  # Kafka: a plain restart answers 204, no body
             return Response(status_code=204)
-        # any flag set: 202 with the connector's status (the herder returns none w/o tasks)
-        status = result if result is not None else herder.connector_status(name)
-        return JSONResponse(status.to_json(), status_code=202)
+        # any flag set: 202 with the plan, RESTARTING where something restarts
+        return JSONResponse(plan.to_json(), status_code=202)
 
     @app.post("/connectors/{name}/tasks/{task}/restart", status_code=204)
     def restart_task(name: str, task: int) -> Response:

@@ -50,10 +50,11 @@ class Herder(ABC):
 
     @abstractmethod
     def restart_connector(self, name: str, *, include_tasks: bool = False,
-                          only_failed: bool = False) -> ConnectorStatus | None:
-        """Returns the status (state RESTARTING where restarted) when tasks were included,
-        None otherwise. REST answers 204 for a plain restart (neither flag), and 202 with
-        the status when includeTasks or onlyFailed is set, as Kafka Connect does."""
+                          only_failed: bool = False) -> ConnectorStatus:
+        """Restart what the flags select; returns the plan: the status before the restart with
+        RESTARTING for each connector and task restarted. REST answers 204 for a plain restart
+        (neither flag) and 202 with the plan when includeTasks or onlyFailed is set, as Kafka
+        Connect does."""
 
     @abstractmethod
     def restart_task(self, name: str, task: int) -> None: ...
@@ -89,15 +90,19 @@ class Herder(ABC):
     def reset_connector_topics(self, name: str) -> None: ...
 
     @abstractmethod
-    def plugins(self, connectors_only: bool = True) -> list[PluginInfo]: ...
+    def plugins(self, connectors_only: bool = True) -> list[PluginInfo]:
+        """Connector plugins; with connectors_only=False also transformations, predicates,
+        converters and header converters (Kafka Connect 3.x's types)."""
 
     @abstractmethod
     def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
-        """ConfigKeyInfo list as Kafka Connect's GET /connector-plugins/{p}/config."""
+        """ConfigKeyInfo list as Kafka Connect's GET /connector-plugins/{p}/config, for any
+        plugin type; NotFoundError for an unknown plugin."""
 
     @abstractmethod
     def validate_connector_config(self, plugin: str, config: Mapping[str, Any]) -> dict[str, Any]:
-        """ConfigInfos as Kafka Connect's PUT /connector-plugins/{p}/config/validate."""
+        """ConfigInfos as Kafka Connect's PUT /connector-plugins/{p}/config/validate;
+        ConfigError (400) when the config's connector.class names another plugin."""
 
     @abstractmethod
     def worker_info(self) -> dict[str, Any]:

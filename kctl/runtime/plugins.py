@@ -2,6 +2,9 @@
 
 `connector.class` may be an alias (`FileSource`), a class name, or a dotted Python path,
 matching Kafka Connect's habit of accepting both the simple and the full class name.
+Transformations, predicates and converters have their own registries (kctl.transforms.chain,
+kctl.runtime.converters); `all_plugins` and `any_plugin` look across all of them, as
+Kafka Connect's `GET /connector-plugins?connectorsOnly=false` does.
 """
 
 from __future__ import annotations
@@ -15,9 +18,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kctl import __version__
 from kctl.api.connector import Connector, SinkConnector, SourceConnector
 from kctl.errors import PluginError
 from kctl.runtime.states import ConnectorType, PluginInfo
+
+# Kafka Connect's PluginType names, in the order its REST API lists them
+OTHER_PLUGIN_TYPES = ("transformation", "predicate", "converter", "header_converter")
 
 BUILTIN_CONNECTORS = {
     "FileSource": "kctl.connectors.file:FileSourceConnector",
@@ -149,3 +156,72 @@ class Plugins:
 
     def new_connector(self, name: str) -> Connector:
         return self.connector_plugin(name).cls()
+
+    # -- every plugin type -----------------------------------------------------------------
+    def other_plugins(self) -> list[PluginInfo]:
+        """Transformations, predicates, converters and header converters, each type sorted."""
+        out: list[PluginInfo] = []
+        for kind in OTHER_PLUGIN_TYPES:
+            classes = {_class_name(c): c for c in _classes_of(kind)}
+            out.extend(PluginInfo(name, kind, _version(cls)) for name, cls in sorted(classes.items()))
+        return out
+
+    def all_plugins(self) -> list[PluginInfo]:
+        return [p.info() for p in self.connectors()] + self.other_plugins()
+
+    def any_plugin(self, name: str) -> tuple[str, type]:
+        """(type, class) of a connector, transformation, predicate or converter by any name."""
+        try:
+            plugin = self.connector_plugin(name)
+            return plugin.type.value, plugin.cls
+        except PluginError as e:
+            not_a_connector = e
+        from kctl.runtime.converters import resolve_converter
+        from kctl.transforms.chain import resolve_predicate, resolve_transformation
+
+        for kind, resolve in (("transformation", resolve_transformation),
+                              ("predicate", resolve_predicate), ("converter", resolve_converter)):
+            try:
+                return kind, resolve(name)
+            except PluginError:
+                continue
+        raise PluginError(f"Failed to find any plugin class named {name}: it is no connector, "
+                          f"transformation, predicate or converter ({not_a_connector})")
+
+
+def _class_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _classes_of(kind: str) -> list[type]:
+    """The classes of one non-connector plugin type: built-ins and their entry points."""
+    if kind in ("transformation", "predicate"):
+        from kctl.transforms import chain
+
+        names = chain.known_transforms() if kind == "transformation" else chain.known_predicates()
+        resolve = (chain.resolve_transformation if kind == "transformation"
+                   else chain.resolve_predicate)
+        classes = []
+        for n in names:
+            try:
+                classes.append(resolve(n))
+            except PluginError:
+                continue
+        return classes
+    from kctl.api.converter import Converter, HeaderConverter
+    from kctl.runtime.converters import CONVERTER_ALIASES
+
+    base = Converter if kind == "converter" else HeaderConverter
+    return [c for c in CONVERTER_ALIASES.values() if issubclass(c, base)]
+
+
+def _version(cls: type) -> str:
+    """A plugin's own version() when it has one; built-ins report kctl's, as Kafka's do."""
+    version = getattr(cls, "version", None)
+    if version is None:
+        return __version__
+    try:
+        return str(version(cls()))
+    except Exception:
+        return "unknown"
+

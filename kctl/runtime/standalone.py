@@ -11,6 +11,7 @@ import logging
 import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from kctl import __version__
@@ -20,6 +21,7 @@ from kctl.errors import (
     ConflictError,
     KctlError,
     NotFoundError,
+    PluginError,
     ValidationError,
 )
 from kctl.runtime import connector_config as cc
@@ -244,12 +246,19 @@ class StandaloneHerder(Herder, ConnectorListener):
         raise NotFoundError(f"Task {name}-{task} not found")
 
     def restart_connector(self, name: str, *, include_tasks: bool = False,
-                          only_failed: bool = False) -> ConnectorStatus | None:
+                          only_failed: bool = False) -> ConnectorStatus:
+        """Restart per Kafka's RestartRequest; returns the plan: the status as it was, with
+        RESTARTING for every connector and task that is being restarted (Kafka's 202 body)."""
         with self._lock:
             status = self.connector_status(name)
             restart_conn = not only_failed or status.state is State.FAILED
             restart_tasks = [t.task for t in status.tasks
                              if include_tasks and (not only_failed or t.state is State.FAILED)]
+            plan = replace(
+                status, state=State.RESTARTING if restart_conn else status.state,
+                tasks=tuple(replace(t, state=State.RESTARTING, trace=None)
+                            if t.task in restart_tasks else t for t in status.tasks),
+                trace=None if restart_conn else status.trace)
             target = self.configs.target_state(name)
             if restart_conn:
                 self.on_connector_state(name, State.RESTARTING)
@@ -266,10 +275,7 @@ class StandaloneHerder(Herder, ConnectorListener):
             for t in restart_tasks:
                 self.on_task_state(TaskId(name, t), State.RESTARTING)
                 self._restart_task(name, t)
-            if not include_tasks:
-                return None
-            result = self.connector_status(name)
-            return result
+            return plan
 
     def _restart_task(self, name: str, task: int) -> None:
         configs = self.configs.task_configs(name)
@@ -451,21 +457,38 @@ class StandaloneHerder(Herder, ConnectorListener):
 
     # -- plugins ----------------------------------------------------------------------------------
     def plugins(self, connectors_only: bool = True) -> list[PluginInfo]:
-        return [p.info() for p in self.registry.connectors()]
+        if connectors_only:
+            return [p.info() for p in self.registry.connectors()]
+        return self.registry.all_plugins()
 
     def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
-        from kctl.errors import PluginError
-
         try:
-            connector = self.registry.new_connector(plugin)
+            _, cls = self.registry.any_plugin(plugin)
+            instance = cls()
         except PluginError as e:
             raise NotFoundError(str(e)) from e
-        return plugin_config_keys(connector)
+        return plugin_config_keys(instance)
 
     def validate_connector_config(self, plugin: str, config: Mapping[str, Any]) -> dict[str, Any]:
         cfg = dict(config)
+        included = cfg.get("connector.class")
+        if included is not None and not self._same_connector(str(included), plugin):
+            raise ConfigError(f"Included connector type {included} does not match request "
+                              f"type {plugin}", key="connector.class")
         cfg.setdefault("connector.class", plugin)
         return validate_config(self.registry, cfg)
+
+    def _same_connector(self, included: str, plugin: str) -> bool:
+        """Both names resolve to one plugin, or (unresolvable) Kafka's rule: the included
+        class name ends with the URL's, either without a trailing "Connector"."""
+        try:
+            return self.registry.connector_plugin(included) is \
+                self.registry.connector_plugin(plugin)
+        except PluginError:
+            def norm(n: str) -> str:
+                return n.removesuffix("Connector")
+
+            return norm(included).endswith(norm(plugin))
 
     def worker_info(self) -> dict[str, Any]:
         return {"version": __version__, "commit": "kctl", "kafka_cluster_id": self._cluster_id()}

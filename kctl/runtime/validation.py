@@ -43,8 +43,12 @@ def _value(cv: ConfigValue) -> dict[str, Any]:
             "errors": list(cv.errors), "visible": cv.visible}
 
 
-def plugin_config_keys(connector: Connector) -> list[dict[str, Any]]:
-    return [_definition(k) for k in connector.config().keys.values() if not k.internal]
+def plugin_config_keys(plugin: Any) -> list[dict[str, Any]]:
+    """ConfigKeyInfos of any plugin with a `config()` ConfigDef (connector, transform,
+    predicate, converter); a plugin without one has no keys to show."""
+    config = getattr(plugin, "config", None)
+    definition = config() if callable(config) else ConfigDef()
+    return [_definition(k) for k in definition.keys.values() if not k.internal]
 
 
 def validate_config(plugins: Plugins, config: Mapping[str, Any],

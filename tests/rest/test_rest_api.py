@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import httpx
 import pytest
@@ -186,6 +186,19 @@ def test_create_answers_201_with_the_connector_info_and_it_runs(api, name):
     wait_for(api, name, "RUNNING", ["RUNNING", "RUNNING"])
     assert api.get("/connectors").json() == [name]
     assert api.get(f"/connectors/{name}").json() == info
+
+
+def test_create_and_put_that_create_answer_201_with_a_location(api, name):
+    r = api.post("/connectors", json={"name": name, "config": source(name)})
+    assert r.status_code == 201
+    location = r.headers["location"]
+    assert location == f"{str(api.base_url).rstrip('/')}/connectors/{name}"  # absolute, as Kafka
+    assert api.get(location).json()["name"] == name
+    other = f"{name}-put"
+    r = api.put(f"/connectors/{other}/config", json=source(other))
+    assert r.status_code == 201 and r.headers["location"].endswith(f"/connectors/{other}")
+    r = api.put(f"/connectors/{other}/config", json=source(other, count=3))
+    assert r.status_code == 200 and "location" not in r.headers  # an update creates nothing
 
 
 def test_creating_a_taken_name_is_409(api, name):
@@ -457,6 +470,32 @@ def test_restart_with_include_tasks_is_202_with_the_status(api, name):
                message="both tasks started again")
 
 
+def test_restart_with_include_tasks_shows_restarting_in_the_202_body(api, name):
+    create(api, name, source(name, **{"tasks.max": 2, "partitions": 2}))
+    before = wait_for(api, name, "RUNNING", ["RUNNING", "RUNNING"])
+    r = api.post(f"/connectors/{name}/restart", params={"includeTasks": "true"})
+    assert r.status_code == 202
+    plan = r.json()
+    assert plan["connector"] == {"state": "RESTARTING",
+                                 "worker_id": before["connector"]["worker_id"]}
+    assert [(t["id"], t["state"]) for t in plan["tasks"]] == [(0, "RESTARTING"),
+                                                              (1, "RESTARTING")]
+    wait_for(api, name, "RUNNING", ["RUNNING", "RUNNING"])
+
+
+def test_restart_only_failed_marks_just_the_failed_tasks_restarting(api, name):
+    # both tasks fail at their first record; the connector itself keeps running
+    create(api, name, source(name, **{"tasks.max": 2, "partitions": 2, "fail.at": 0}))
+    wait_for(api, name, "RUNNING", ["FAILED", "FAILED"])
+    r = api.post(f"/connectors/{name}/restart",
+                 params={"includeTasks": "true", "onlyFailed": "true"})
+    assert r.status_code == 202
+    plan = r.json()
+    assert plan["connector"]["state"] == "RUNNING"  # it had not failed: left alone
+    assert [t["state"] for t in plan["tasks"]] == ["RESTARTING", "RESTARTING"]
+    assert all("trace" not in t for t in plan["tasks"])
+
+
 def test_restart_only_failed_is_202_with_the_status(api, name):
     # Kafka answers 202 + status whenever includeTasks or onlyFailed is set
     create(api, name, source(name))
@@ -655,13 +694,37 @@ def test_plugins_connectors_only_false_is_accepted(idle):
     assert_error(idle.get("/connector-plugins", params={"connectorsOnly": "maybe"}), 400)
 
 
-@pytest.mark.xfail(strict=True, reason="connectorsOnly=false does not list transformations, "
-                                       "predicates or converters yet (StandaloneHerder.plugins "
-                                       "ignores the flag)")
 def test_plugins_connectors_only_false_also_lists_transforms_and_converters(idle):
-    types = {p["type"] for p in idle.get("/connector-plugins",
-                                        params={"connectorsOnly": "false"}).json()}
-    assert {"transformation", "predicate", "converter"} <= types
+    plugins = idle.get("/connector-plugins", params={"connectorsOnly": "false"}).json()
+    types = {p["type"] for p in plugins}
+    assert {"transformation", "predicate", "converter", "header_converter"} <= types
+    assert all(set(p) == {"class", "type", "version"} and p["version"] for p in plugins)
+    listed = {(p["class"], p["type"]) for p in plugins}
+    assert {(FILE_SOURCE, "source"), (FILE_SINK, "sink"),
+            ("kctl.transforms.fields.CastValue", "transformation"),
+            ("kctl.transforms.routing.RegexRouter", "transformation"),
+            ("kctl.transforms.predicates.TopicNameMatches", "predicate"),
+            ("kctl.runtime.converters.JsonConverter", "converter"),
+            ("kctl.runtime.converters.StringConverter", "header_converter")} <= listed
+    assert len(listed) == len(plugins)  # each class once per type, aliases folded
+    # the default stays connectors only
+    assert {p["type"] for p in idle.get("/connector-plugins").json()} == {"source", "sink"}
+
+
+@pytest.mark.parametrize("plugin, keys", [
+    ("Cast$Value", {"spec"}),
+    ("org.apache.kafka.connect.transforms.RegexRouter", {"regex", "replacement"}),
+    ("kctl.transforms.predicates.TopicNameMatches", {"pattern"}),
+    ("JsonConverter", {"schemas.enable"}),
+    ("org.apache.kafka.connect.storage.StringConverter", {"converter.encoding"}),
+], ids=["transform-alias", "transform-kafka-name", "predicate-class", "converter-alias",
+        "converter-kafka-name"])
+def test_plugin_config_works_for_transforms_predicates_and_converters(idle, plugin, keys):
+    r = idle.get(f"/connector-plugins/{quote(plugin, safe='')}/config")
+    assert r.status_code == 200, r.text
+    by_name = {k["name"]: k for k in r.json()}
+    assert keys <= set(by_name), sorted(by_name)
+    assert all(isinstance(k["documentation"], str) for k in by_name.values())
 
 
 @pytest.mark.parametrize("plugin", ["FileSource", "FileSourceConnector", FILE_SOURCE])
@@ -713,6 +776,29 @@ def test_validate_answers_config_infos(idle):
     ok = idle.put(f"/connector-plugins/{SOURCE}/config/validate", json={"topic": "t"}).json()
     assert ok["error_count"] == 0
     assert idle.get("/connectors").json() == []  # validating creates nothing
+
+
+def test_validate_with_a_connector_class_naming_another_plugin_is_400(idle):
+    # Kafka: "Included connector type ... does not match request type ..." (BadRequest)
+    r = idle.put("/connector-plugins/FileSource/config/validate",
+                 json={"connector.class": "FileSink", "topics": "t", "path": "/tmp/x"})
+    assert_error(r, 400, "FileSink", "does not match", "FileSource")
+    r = idle.put(f"/connector-plugins/{SOURCE}/config/validate",
+                 json={"connector.class": "NoSuchThing"})
+    assert_error(r, 400, "NoSuchThing")
+
+
+@pytest.mark.parametrize("url_name, body_name", [
+    ("FileSource", FILE_SOURCE),
+    (FILE_SOURCE, "FileSource"),
+    ("FileSourceConnector", "FileSource"),
+    ("CounterSource", SOURCE),
+], ids=["alias-vs-class", "class-vs-alias", "simple-vs-alias", "unregistered-suffix"])
+def test_validate_accepts_any_name_of_the_same_plugin(idle, url_name, body_name):
+    r = idle.put(f"/connector-plugins/{url_name}/config/validate",
+                 json={"connector.class": body_name, "topic": "t", "path": "/tmp/in"})
+    assert r.status_code == 200, r.text
+    assert r.json()["name"] in (FILE_SOURCE, SOURCE)
 
 
 def test_validate_an_unknown_plugin_reports_it_on_connector_class(idle):

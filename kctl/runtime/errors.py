@@ -158,8 +158,11 @@ class DeadLetterQueueReporter(ErrorReporter):
                                f"{ctx.stage.value} failure carries no record")
         if self.context_headers:
             headers.extend(error_headers(ctx))
-        self.producer.send(ProducerRecord(self.topic, value, key, headers=tuple(headers)),
-                           self._on_delivery)
+        try:
+            self.producer.send(ProducerRecord(self.topic, value, key, headers=tuple(headers)),
+                               self._on_delivery)
+        except Exception as e:  # refused outright, e.g. larger than message.max.bytes
+            raise ConnectError(f"Could not write to dead letter queue {self.topic}: {e}") from e
         # The offset may advance only past dead-lettered records: wait for the DLQ ack.
         remaining = self.producer.flush(30)
         if remaining or self.failures:

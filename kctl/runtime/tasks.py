@@ -36,7 +36,7 @@ from kctl.api.records import (
     TimestampType,
     TopicPartition,
 )
-from kctl.errors import ConnectError, RetriableError
+from kctl.errors import ConnectError, RetriableError, TransportError
 from kctl.runtime.errors import (
     FAILED,
     RetryWithToleranceOperator,
@@ -477,7 +477,13 @@ class WorkerSourceTask(WorkerTask):
             out.append(ProducerRecord(topic, value, key, tr.kafka_partition, headers, tr.timestamp))
             entries.append((entry, rec))
         for pr, (entry, rec) in zip(out, entries, strict=True):
-            self.producer.send(pr, self._callback(entry, rec))
+            on_delivery = self._callback(entry, rec)
+            try:
+                self.producer.send(pr, on_delivery)
+            except TransportError as e:
+                # refused before it was queued (e.g. larger than message.max.bytes): the same
+                # stage, tolerance and DLQ as a record whose delivery failed
+                on_delivery(None, e)
         self.records_sent += len(out)
 
     def _callback(self, entry: list, rec: SourceRecord) -> Callable:

@@ -7,11 +7,17 @@ connectors have their own end-to-end tests.
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
+from collections.abc import Mapping
 
+import httpx
 import pytest
 from support import connectors as sc
+from support import reconfig_connectors as rc
 from support.waiting import wait_until
 
+from kctl.api import ConfigDef, SourceConnector, SourceRecord, SourceTask
 from kctl.errors import AlreadyExistsError, ConflictError, NotFoundError, ValidationError
 from kctl.runtime.standalone import StandaloneWorker
 from kctl.runtime.states import State, TargetState
@@ -184,3 +190,102 @@ def test_config_update_reconfigures_tasks(make_worker, request):
                                                  "tasks.max": 3})
     assert not created and info.tasks == (0, 1, 2)
     wait_until(lambda: states(h, src) == (State.RUNNING, (State.RUNNING,) * 3))
+
+
+SHARDED = "support.reconfig_connectors.ShardedSourceConnector"
+
+
+def test_request_task_reconfiguration_restarts_the_tasks_with_new_configs(make_worker, request):
+    h = make_worker().herder
+    name = uniq("sharded", request)
+    h.create_connector(name, {"connector.class": SHARDED, "topic": uniq("t", request),
+                              "tasks.max": 4})
+    wait_until(lambda: states(h, name) == (State.RUNNING, (State.RUNNING,)), message="1 task")
+    assert [(s["shard"], s["of"]) for s in rc.TASK_STARTS[name]] == [("0", "1")]
+
+    rc.RUNNING[name].reshard(3)  # the connector asks; nobody calls the herder
+    wait_until(lambda: states(h, name) == (State.RUNNING, (State.RUNNING,) * 3),
+               message="3 tasks RUNNING")
+    assert [(c["shard"], c["of"]) for c in h.task_configs(name)] == [
+        ("0", "3"), ("1", "3"), ("2", "3")]
+    # every task started with the new configs, task 0 too (restarted, not kept)
+    wait_until(lambda: len(rc.TASK_STARTS[name]) == 4, message="3 task starts")
+    assert sorted((s["shard"], s["of"]) for s in rc.TASK_STARTS[name][1:]) == [
+        ("0", "3"), ("1", "3"), ("2", "3")]
+
+    rc.RUNNING[name].reshard(3)  # the same task configs: nothing restarts
+    rc.RUNNING[name].reshard(9)  # capped by tasks.max=4
+    wait_until(lambda: len(h.task_configs(name)) == 4, message="4 task configs")
+    wait_until(lambda: states(h, name) == (State.RUNNING, (State.RUNNING,) * 4))
+    wait_until(lambda: len(rc.TASK_STARTS[name]) == 8, message="4 more task starts")
+    assert sorted((s["shard"], s["of"]) for s in rc.TASK_STARTS[name][4:]) == [
+        ("0", "4"), ("1", "4"), ("2", "4"), ("3", "4")]
+
+
+# -- a task that ignores stop() ------------------------------------------------------------------
+
+IN_POLL = threading.Event()
+RELEASE = threading.Event()
+
+
+class StuckSourceTask(SourceTask):
+    """poll() blocks until the test releases it, whatever stop() says."""
+
+    def start(self, props: Mapping[str, str]) -> None:
+        pass
+
+    def poll(self) -> list[SourceRecord] | None:
+        IN_POLL.set()
+        RELEASE.wait(60)
+        return None
+
+    def stop(self) -> None:
+        pass  # ignores the request, as a task blocked in a driver call would
+
+
+class StuckSourceConnector(SourceConnector):
+    def config(self) -> ConfigDef:
+        return ConfigDef()
+
+    def start(self, props: Mapping[str, str]) -> None:
+        self.props = dict(props)
+
+    def task_class(self) -> type[SourceTask]:
+        return StuckSourceTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [dict(self.props)]
+
+    def stop(self) -> None:
+        pass
+
+
+def test_a_task_that_ignores_stop_is_abandoned_after_the_graceful_timeout(make_worker, request):
+    w = make_worker(**{"task.shutdown.graceful.timeout.ms": 400})
+    h = w.herder
+    stuck = uniq("stuck", request)
+    h.create_connector(stuck, {"connector.class": f"{__name__}.StuckSourceConnector"})
+    try:
+        assert IN_POLL.wait(20), "the stuck task never polled"
+        started = time.monotonic()
+        deleting = threading.Thread(target=h.delete_connector, args=(stuck,))
+        deleting.start()
+        deleting.join(15)
+        assert not deleting.is_alive(), "delete waited for a task that never stops"
+        elapsed = time.monotonic() - started
+        assert 0.4 <= elapsed < 5, elapsed  # waited the graceful timeout, then gave up
+        # abandoned, not killed: its thread is still blocked in poll()
+        assert any(t.name.startswith(f"task-{stuck}") and t.is_alive()
+                   for t in threading.enumerate())
+        assert h.connectors() == []
+
+        # the worker goes on serving: REST answers and a new connector runs
+        assert httpx.get(f"{w.rest.url}/health", timeout=5).json()["status"] == "healthy"
+        other = uniq("after", request)
+        h.create_connector(other, {"connector.class": SOURCE, "topic": uniq("t", request),
+                                   "count": 10})
+        wait_until(lambda: states(h, other) == (State.RUNNING, (State.RUNNING,)))
+        wait_until(lambda: h.connector_offsets(other) == [
+            {"partition": {"task": 0}, "offset": {"i": 9}}], message="it produced everything")
+    finally:
+        RELEASE.set()

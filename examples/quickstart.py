@@ -52,11 +52,30 @@ def kctl(url: str, *args: str, check: bool = True) -> subprocess.CompletedProces
                           text=True, capture_output=True, check=check)
 
 
+def committed_output_files(outdir: Path) -> list[Path]:
+    """The sink's committed files only: `<topic>/partition=<p>/<topic>+<p>+<start>+<end>.json`.
+
+    Spark writes each file in a hidden `.tmp-*` directory first (with `part-*.json` and
+    `_temporary` inside) and renames it into place, so anything else is work in progress.
+    """
+    from kctl.api import TopicPartition
+    from kctl.connectors.file.sink import committed_files
+
+    files = []
+    for topic_dir in sorted(outdir.iterdir()) if outdir.is_dir() else []:
+        if not topic_dir.is_dir() or topic_dir.name.startswith((".", "_")):
+            continue
+        for partition_dir in sorted(topic_dir.glob("partition=*")):
+            partition = partition_dir.name.removeprefix("partition=")
+            if partition.isdigit():
+                tp = TopicPartition(topic_dir.name, int(partition))
+                files.extend(Path(path) for *_, path in committed_files(str(outdir), tp))
+    return files
+
+
 def count_output_lines(outdir: Path) -> int:
     n = 0
-    for p in outdir.rglob("*.json"):
-        if p.name.startswith("."):
-            continue
+    for p in committed_output_files(outdir):
         with open(p, "rb") as f:
             n += sum(1 for _ in f)
     return n
@@ -116,8 +135,12 @@ def main() -> int:
         print("$ kctl connector list\n" + kctl(url, "connector", "list").stdout)
         for name in ("text-source", "csv-source", "json-source", "file-sink"):
             print(f"$ kctl connector status {name}\n" + kctl(url, "connector", "status", name).stdout)
-        print(f"{total} lines in ({per}), {count_output_lines(outdir)} lines out in "
+        out = count_output_lines(outdir)
+        print(f"{total} lines in ({per}), {out} lines out in "
               f"{outdir}, {elapsed:.1f}s after the sink was created")
+        if out != total:  # exactly-once: a duplicate is as wrong as a loss
+            print(f"error: {out - total} line(s) more out than in", file=sys.stderr)
+            return 1
         return 0
     finally:
         worker.send_signal(signal.SIGINT)

@@ -192,3 +192,28 @@ def test_ctrl_c_stops_the_worker_cleanly_with_exit_0(tmp_path):
     assert out.splitlines()[-2:] == ["stopping worker...", "worker stopped"], out
     alarming = ("Traceback", "Error", "ERROR", "Exception", "KeyboardInterrupt", "Aborted")
     assert not [word for word in alarming if word in out + err], out + err
+
+
+def test_an_unexpected_exception_is_one_line_unless_debug():
+    # a bug in kctl itself (here: the REST client blowing up) must not greet users with a trace
+    probe = textwrap.dedent("""
+        import sys
+        import kctl.cli.main as m
+
+        def broken(*args, **kwargs):
+            raise RuntimeError("client exploded")
+
+        m.Client.request = broken
+        sys.argv = ["kctl", *sys.argv[1:]]
+        m.main()
+    """)
+    r = subprocess.run([sys.executable, "-c", probe, "connector", "list"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines() == [
+        "error: unexpected RuntimeError: client exploded (run with --debug for the traceback)"]
+    r = subprocess.run([sys.executable, "-c", probe, "--debug", "connector", "list"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    assert "Traceback (most recent call last)" in r.stderr
+    assert "RuntimeError: client exploded" in r.stderr

@@ -1,4 +1,4 @@
-"""A transform that raises on some source records, through a worker process, on both transports.
+"""Source records that fail go to the DLQ with their source position, on both transports.
 
 The story a user lives through: a source connector's transform rejects every tenth record;
 with `errors.tolerance=all` the rest flow on and the rejected ones land in the dead letter
@@ -7,6 +7,10 @@ mid-run: afterwards every good record has arrived exactly once and every bad one
 DLQ exactly once, because the source offset moves past a record only when it was delivered
 or dead-lettered. The user looks at them with `kctl dlq show`, fixes the transform with
 `kctl connector patch`, and `kctl dlq replay` delivers them. With `none` the task FAILs.
+
+A shorter story, in the test's own process: the key and value converters refuse some
+records; those go to the DLQ with the converter's stage and their source position, the rest
+are produced, and the source offset moves past both.
 """
 
 from __future__ import annotations
@@ -17,8 +21,11 @@ from pathlib import Path
 
 import pytest
 from support.broker import free_port
+from support.inprocess import running_worker, unique
 from support.waiting import wait_until
 from support.worker import Worker
+
+from kctl.runtime.dlq import read_topic
 
 pytestmark = pytest.mark.slow
 
@@ -137,3 +144,52 @@ def test_transform_failures_go_to_the_dlq_once_and_replay_after_the_fix(
             assert [t["state"] for t in w.status(name)["tasks"]] == ["RUNNING"], name
     finally:
         w.stop()
+
+
+def test_records_the_converters_cannot_serialise_go_to_the_dlq_with_their_source_position(
+        tmp_path, transport_settings):
+    count = 98  # the last record (97) is one the value converter refuses
+    bad_key = {i for i in range(count) if i % 10 == 3}
+    bad_value = {i for i in range(count) if i % 10 == 7}
+    good = sorted(set(range(count)) - bad_key - bad_value)
+    name, topic, dlq = unique("keyed"), unique("keyed"), unique("keyed-dlq")
+    converter = "support.probes.RejectingConverter"
+    with running_worker(tmp_path / "state", transport_settings) as w:
+        h = w.herder
+        h.create_connector(name, {
+            "connector.class": "support.probes.KeyedSourceConnector", "topic": topic,
+            "count": count, "key.converter": converter, "key.converter.reject": r"k\d*3",
+            "value.converter": converter, "value.converter.reject": r"\d*7",
+            "errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq,
+            "errors.deadletterqueue.topic.replication.factor": 1,
+            "errors.deadletterqueue.context.headers.enable": "true"})
+
+        # the offset reaches the last record, which was dead-lettered, not produced
+        wait_until(lambda: h.connector_offsets(name) == [
+            {"partition": {"source": "keyed"}, "offset": {"i": count - 1}}], timeout=60,
+            message="source offset at the last record")
+        produced = read_topic(w.transport, topic)
+        assert sorted(int(r.value) for r in produced) == good
+        assert all(r.key == f"k{int(r.value)}".encode() for r in produced)
+
+        rejected = h.dlq_records(name)
+        assert len(rejected) == len(bad_key) + len(bad_value)
+        for r in rejected:
+            hd = r["headers"]
+            i = json.loads(hd["__connect.errors.source.offset"])["i"]
+            # the converters cannot write it, so the DLQ holds it as plain JSON
+            assert (json.loads(r["key"]), json.loads(r["value"])) == (f"k{i}", i)
+            if i in bad_key:
+                assert r["stage"] == "KEY_CONVERTER"
+                assert r["message"] == f"cannot represent 'k{i}'"
+            else:
+                assert i in bad_value
+                assert r["stage"] == "VALUE_CONVERTER"
+                assert r["message"] == f"cannot represent {i}"
+            assert r["exception"] == "kctl.errors.DataError"
+            assert hd["__connect.errors.class.name"] == converter
+            assert hd["__connect.errors.topic"] == topic
+            assert json.loads(hd["__connect.errors.source.partition"]) == {"source": "keyed"}
+            assert hd["__connect.errors.connector.name"] == name
+        assert sorted(json.loads(r["headers"]["__connect.errors.source.offset"])["i"]
+                      for r in rejected) == sorted(bad_key | bad_value), "each exactly once"

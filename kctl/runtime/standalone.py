@@ -552,7 +552,7 @@ class StandaloneWorker:
         try:
             self.rest = RestServer(create_app(self.herder), host, port)
         except ConfigError as e:
-            raise ConfigError(f"{config.source}: {e}", key="listeners",
+            raise ConfigError(f"{config.source}: listeners: {e}", key="listeners",
                               source=config.source) from e
         try:
             config.state_dir.mkdir(parents=True, exist_ok=True)

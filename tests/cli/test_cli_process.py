@@ -217,3 +217,18 @@ def test_an_unexpected_exception_is_one_line_unless_debug():
     assert r.returncode == 1
     assert "Traceback (most recent call last)" in r.stderr
     assert "RuntimeError: client exploded" in r.stderr
+
+
+def test_worker_start_on_a_port_in_use_names_the_listener_and_makes_no_state(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        state = tmp_path / "state"
+        cfg = tmp_path / "worker.yaml"
+        cfg.write_text(f"state.dir: {state}\nlisteners: http://127.0.0.1:{port}\n")
+        err = assert_refused_before_any_state(kctl("worker", "start", str(cfg)), state)
+    assert err.strip() == (f"error: {cfg}: listeners: cannot listen on 127.0.0.1:{port}: "
+                           "Address already in use")

@@ -423,14 +423,14 @@ class Worker:
             for t in topics:
                 self.ensure_topic(t)
             settings = self.consumer_settings(connector_config)
+            max_poll_records = self._max_poll_records(connector_config, parsed, settings)
             wt: WorkerTask = WorkerSinkTask(
                 task_id, task_cls(), task_config,
                 consumer=self.new_consumer(task_id.connector, f"connect-{task_id.connector}",
                                            settings),
                 topics=topics, topics_regex=parsed["topics.regex"] or None,
                 list_topics=lambda: list(self._admin.list_topics()),
-                max_poll_records=self._max_poll_records(connector_config, parsed, settings),
-                has_reporters=has_reporters, **common)
+                max_poll_records=max_poll_records, has_reporters=has_reporters, **common)
             for t in topics:
                 self.status.on_topic_used(task_id.connector, t)
             return wt

@@ -2,9 +2,11 @@
 
 import pytest
 
-from kctl.errors import ConnectError, RetriableError
+from kctl.errors import ConnectError, RetriableError, TransportError
+from kctl.runtime.dlq import read_topic
 from kctl.runtime.errors import (
     FAILED,
+    DeadLetterQueueReporter,
     ErrorContext,
     ErrorReporter,
     RetryWithToleranceOperator,
@@ -12,7 +14,8 @@ from kctl.runtime.errors import (
     Tolerance,
     error_headers,
 )
-from kctl.transport.base import LogRecord
+from kctl.transport.base import LogRecord, ProducerRecord
+from kctl.transport.embedded import EmbeddedTransport
 
 
 class FakeClock:
@@ -97,3 +100,46 @@ def test_error_headers_name_the_record_stage_and_exception():
     assert h["__connect.errors.exception.class.name"] == b"builtins.ValueError"
     assert h["__connect.errors.exception.message"] == b"bad json"
     assert b"ValueError: bad json" in h["__connect.errors.exception.stacktrace"]
+
+
+@pytest.fixture
+def log(tmp_path):
+    with EmbeddedTransport(tmp_path / "log") as t:
+        yield t
+
+
+def failure(stage=Stage.TASK_PUT, **where):
+    return ErrorContext(stage, "Sink", ValueError("bad"), "c", 0, **where)
+
+
+def test_a_failure_that_carries_no_record_is_an_error_not_a_silent_skip(log):
+    dlq = DeadLetterQueueReporter(log.producer(), "dlq", context_headers=True)
+    with pytest.raises(ConnectError, match=r"dead letter queue dlq: the TASK_PUT failure carries no record"):
+        dlq.report(failure())
+    dlq.report(failure(consumed=LogRecord("t", 0, 3, 0, b"k", b"v")))
+    [written] = read_topic(log, "dlq")
+    assert (written.key, written.value) == (b"k", b"v")
+
+
+def test_closing_the_operator_closes_each_reporters_producer_and_nothing_is_written_after(log):
+    producer = log.producer()
+    dlq = DeadLetterQueueReporter(producer, "dlq", context_headers=False)
+
+    class Broken(ErrorReporter):
+        def report(self, ctx):
+            pass
+
+        def close(self):
+            raise RuntimeError("cannot close")
+
+    op = RetryWithToleranceOperator(connector="c", task=0, tolerance=Tolerance.ALL,
+                                    reporters=[Broken(), dlq])
+    op.close()  # one reporter failing to close does not keep the others open
+    op.close()  # and closing twice is harmless
+    with pytest.raises(TransportError, match="closed"):
+        producer.send(ProducerRecord("dlq", b"x"))
+    with pytest.raises(ConnectError, match="the task has stopped"):
+        op.execute(lambda: 1 / 0, Stage.TRANSFORMATION, "T",
+                   consumed=LogRecord("t", 0, 0, 0, None, b"v"))
+    assert read_topic(log, "dlq") == []
+

@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from operator import attrgetter
 
 from kctl.errors import ConfigError, PluginError
 
@@ -237,7 +238,8 @@ class AbstractPartitionAssignor(ConsumerPartitionAssignor):
         }
         members = {m: subscriptions[m] for m in sorted(subscriptions)}
         raw = self.assign_partitions(counts, members)
-        return {m: Assignment(tuple(sorted(raw.get(m, ())))) for m in members}
+        return {m: Assignment(tuple(sorted(raw.get(m, ()), key=_by_topic_partition)))
+                for m in members}
 
     @abstractmethod
     def assign_partitions(
@@ -245,6 +247,10 @@ class AbstractPartitionAssignor(ConsumerPartitionAssignor):
     ) -> dict[str, list[TopicPartition]]:
         """`partitions_per_topic` holds only subscribed topics with partitions, sorted;
         `subscriptions` is sorted by member id."""
+
+
+# TopicPartition's own order, compared as plain tuples (the dataclass __lt__ is slow).
+_by_topic_partition = attrgetter("topic", "partition")
 
 
 def partitions_of(topic: str, count: int) -> list[TopicPartition]:
@@ -622,19 +628,27 @@ class _GeneralBuilder:
     def __post_init__(self) -> None:
         self.topic_members: dict[str, list[str]] = {t: [] for t in self.counts}
         self.member_topics: dict[str, list[str]] = {}
+        self.member_topic_sets: dict[str, frozenset[str]] = {}
+        self.max_size: dict[str, int] = {}
+        # Members usually share a handful of subscriptions: work each one out once.
+        seen: dict[tuple[str, ...], tuple[list[str], frozenset[str], int]] = {}
         for member, sub in self.subscriptions.items():
-            topics = [t for t in dict.fromkeys(sub.topics) if t in self.counts]
+            known = seen.get(sub.topics)
+            if known is None:
+                topics = [t for t in dict.fromkeys(sub.topics) if t in self.counts]
+                known = (topics, frozenset(topics), sum(self.counts[t] for t in topics))
+                seen[sub.topics] = known
+            topics, self.member_topic_sets[member], self.max_size[member] = known
             self.member_topics[member] = topics
             for topic in topics:
                 self.topic_members[topic].append(member)
             self.current.setdefault(member, [])
-        self.member_topic_sets = {m: frozenset(ts) for m, ts in self.member_topics.items()}
-        self.max_size = {m: sum(self.counts[t] for t in ts) for m, ts in self.member_topics.items()}
         self.owner: dict[TopicPartition, str] = {
             tp: m for m, parts in self.current.items() for tp in parts
         }
+        self.topic_partitions = {t: partitions_of(t, n) for t, n in self.counts.items()}
         topics = sorted(self.counts, key=lambda t: (len(self.topic_members[t]), t))
-        self.sorted_partitions = [tp for t in topics for tp in partitions_of(t, self.counts[t])]
+        self.sorted_partitions = [tp for t in topics for tp in self.topic_partitions[t]]
         self.by_size = _SizeOrdered(self.current)
         self.revocation_required = False
 
@@ -734,20 +748,19 @@ class _GeneralBuilder:
             return True
         if len(self.current[self.by_size.first()]) >= len(self.current[self.by_size.last()]) - 1:
             return True
-        owner = {tp: m for m, parts in self.current.items() for tp in parts}
+        # `owner` is kept in step with `current` (Kafka rebuilds it on every call, which is
+        # quadratic here); owners outside `current` (fixed members) are skipped, as a map
+        # built from `current` would not know them. A member's own partitions never fail
+        # the size test, so they need no set of their own.
+        owner, current = self.owner, self.current
         for member in self.by_size:
-            parts = self.current[member]
-            size = len(parts)
+            size = len(current[member])
             if size == self.max_size[member]:
                 continue
-            mine = set(parts)
             for topic in self.member_topics[member]:
-                for p in range(self.counts[topic]):
-                    tp = TopicPartition(topic, p)
-                    if tp in mine:
-                        continue
+                for tp in self.topic_partitions[topic]:
                     other = owner.get(tp)
-                    if other is not None and size + 1 < len(self.current[other]):
+                    if other is not None and other in current and size + 1 < len(current[other]):
                         return False
         return True
 
@@ -900,7 +913,8 @@ def _transferring(
             if tp not in owned:
                 added[tp] = member
         revoked.update(tp for tp in owned if tp not in assigned)
-    return {tp: m for tp, m in sorted(added.items()) if tp in revoked}
+    moving = sorted((tp for tp in added if tp in revoked), key=_by_topic_partition)
+    return {tp: added[tp] for tp in moving}
 
 
 # --------------------------------------------------------------------------- discovery

@@ -141,20 +141,21 @@ def test_worker_start_with_an_unreadable_config_is_one_line(tmp_path, content, f
     (None, "cannot read connector file"),
     ("name: [oops\n", "not valid YAML or JSON"),
     ("- name: x\n", "expected a mapping with name and config"),
+    (b"\xff\xfe\x00", "not UTF-8"),
     ("name: broken\nconnector.class: support.connectors.CounterSourceConnector\ncount: many\n",
      "connector broken is invalid"),
-], ids=["missing", "not-yaml", "a-list", "invalid-config"])
+], ids=["missing", "not-yaml", "a-list", "binary", "invalid-config"])
 def test_worker_start_with_a_bad_connector_file_starts_nothing(tmp_path, content, fragment):
     state = tmp_path / "state"
     cfg = tmp_path / "worker.yaml"
     cfg.write_text(f"state.dir: {state}\nlisteners: http://127.0.0.1:{free_port()}\n")
     connector = tmp_path / "connector.yaml"
     if content is not None:
-        connector.write_text(content)
+        connector.write_bytes(content if isinstance(content, bytes) else content.encode())
     r = kctl("worker", "start", str(cfg), str(connector), env=with_test_plugins())
     err = assert_refused_before_any_state(r, state)
     assert str(connector) in err and fragment in err, err
-    if content and "count: many" in content:  # each field problem on its own line
+    if isinstance(content, str) and "count: many" in content:  # each field problem on its own line
         assert "  - count: Invalid value 'many'" in err and "  - topic: Missing required" in err
 
 

@@ -31,8 +31,6 @@ from kctl.transport.base import Consumer, Producer, TopicSpec, Transport
 
 log = logging.getLogger("kctl.worker")
 
-PRODUCER_OVERRIDE = "producer.override."
-CONSUMER_OVERRIDE = "consumer.override."
 TOPIC_PARTITIONS = "topic.creation.default.partitions"
 TOPIC_REPLICATION = "topic.creation.default.replication.factor"
 
@@ -118,8 +116,9 @@ class _ConnectorContext:
 
 class SourceReplayer:
     """`kctl dlq replay` for one connector: re-encodes source DLQ records with its current
-    converters and transforms, and makes the replay's producer with its producer settings
-    (`new_producer`, which `kctl.runtime.dlq.replay` uses), like every other producer of it."""
+    converters and transforms, and, for sinks and sources alike, makes the replay's producer
+    with the connector's producer settings (`new_producer`, which `kctl.runtime.dlq.replay`
+    uses), like every other producer of the connector."""
 
     def __init__(self, worker: Worker, connector_config: Mapping[str, str]):
         self._worker = worker
@@ -129,10 +128,6 @@ class SourceReplayer:
         self._kc = worker._converter(connector_config, "key.converter")
         self._vc = worker._converter(connector_config, "value.converter")
         self._transforms = worker._transforms(connector_config)
-
-    @property
-    def producer_config(self) -> dict[str, Any]:
-        return dict(self._settings.config)
 
     def new_producer(self) -> Producer:
         return self._worker.new_producer(self._name, self._settings)

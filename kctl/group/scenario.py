@@ -29,7 +29,7 @@ __all__ = [
 DEFAULT_SESSION_TIMEOUT_MS = 10_000
 DEFAULT_SCHEDULED_REBALANCE_MAX_DELAY_MS = 300_000
 CONNECT_PROTOCOLS = ("eager", "default", "compatible", "sessioned")
-COMMON_EVENTS = ("join", "leave", "crash", "advance_ms")
+COMMON_EVENTS = ("join", "leave", "crash", "pause", "advance_ms")
 CONNECT_EVENTS = (*COMMON_EVENTS, "connector_add", "connector_remove", "tasks_change")
 CONSUMER_EVENTS = (*COMMON_EVENTS, "topic_add", "partitions_change")
 TOP_KEYS = {
@@ -62,8 +62,9 @@ class Event:
     """One scenario event.
 
     `value` is a member name (leave, crash), a tuple of names (connect join), a mapping
-    (consumer join: member -> topics; connector_add, tasks_change, topic_add,
-    partitions_change), a connector name (connector_remove) or milliseconds (advance_ms).
+    (consumer join: member -> topics; pause: member -> ms; connector_add, tasks_change,
+    topic_add, partitions_change), a connector name (connector_remove) or milliseconds
+    (advance_ms).
     """
 
     action: str
@@ -431,6 +432,14 @@ class _Parser:
                 raise self.fail(f"{n!r} is not a member at this point", key)
             live.discard(n)
             return n
+        if action == "pause":
+            paused = self.counts(value, key, minimum=1)
+            if not paused:
+                raise self.fail("names no member to pause (expected {member: ms})", key)
+            for n in paused:
+                if n not in live:
+                    raise self.fail(f"{n!r} is not a member at this point", key)
+            return paused
         if action == "advance_ms":
             return self.int_(value, key)
         if action == "connector_add":

@@ -298,11 +298,14 @@ class _Stable:
 
 @dataclass(eq=False)
 class _Node:
-    """One simulated process: a member plus whether it still runs."""
+    """One simulated process: a member, whether it still runs, and whether it is paused
+    (until `paused_until`, holding what arrives meanwhile in `held`)."""
 
     name: str
     member: GroupMember[Any]
     alive: bool = True
+    paused_until: int | None = None
+    held: deque[Any] = field(default_factory=deque)
 
 
 def _describe(message: Any, name_of: Callable[[str], str]) -> str:
@@ -393,6 +396,9 @@ class Simulator:
 
     def _member_event(self, node: _Node, event: Any) -> None:
         if not node.alive:
+            return
+        if node.paused_until is not None:
+            node.held.append(event)  # read once the process runs again
             return
         actions = node.member.handle(event, self.now)
         self._act(node, actions)
@@ -523,12 +529,13 @@ class Simulator:
     def _instant(self) -> None:
         """Run everything that happens at `now` until nothing more does."""
         for _ in range(MAX_STEPS_PER_INSTANT):
+            self._resume_due()
             self._drain()
             c = self.coordinator
             if c.state is GroupState.PREPARING_REBALANCE:
                 prompted = [
                     n
-                    for n in self._live()
+                    for n in self._awake()
                     if n.member.state is MemberState.STABLE and n.member.member_id in c.members
                 ]
                 if prompted:
@@ -541,7 +548,7 @@ class Simulator:
                 self._route(replies, None)
                 continue
             acted = False
-            for node in self._live():
+            for node in self._awake():
                 actions = node.member.poll(self.now)
                 if actions:
                     self._act(node, actions)
@@ -557,9 +564,23 @@ class Simulator:
     def _live(self) -> list[_Node]:
         return [self.nodes[n] for n in sorted(self.nodes)]
 
+    def _awake(self) -> list[_Node]:
+        """Live processes that are not paused: only they act and keep timers."""
+        return [n for n in self._live() if n.paused_until is None]
+
+    def _resume_due(self) -> None:
+        """A paused process runs again: it reads what arrived, then its overdue timers fire
+        (a heartbeat that may learn the group went on without it)."""
+        for node in self._live():
+            if node.paused_until is not None and node.paused_until <= self.now:
+                node.paused_until = None
+                while node.held:
+                    self._member_event(node, node.held.popleft())
+
     def _next_deadline(self) -> int | None:
         deadlines = [self.coordinator.next_deadline()]
-        deadlines += [n.member.next_deadline() for n in self._live()]
+        deadlines += [n.member.next_deadline() for n in self._awake()]
+        deadlines += [n.paused_until for n in self._live()]
         present = [d for d in deadlines if d is not None]
         return min(present) if present else None
 
@@ -581,7 +602,9 @@ class Simulator:
         c = self.coordinator
         if c.state not in (GroupState.STABLE, GroupState.EMPTY):
             return False
-        return all(n.member.state is MemberState.STABLE for n in self._live())
+        return all(
+            n.member.state is MemberState.STABLE and n.paused_until is None for n in self._live()
+        )
 
     def settle(self) -> None:
         """Run rounds (and the timers they wait for) until the group is stable."""
@@ -629,6 +652,9 @@ class Simulator:
                 request = Heartbeat(node.member.member_id, node.member.generation)
                 self.coordinator.handle(request, self.now)
             node.alive = False
+        elif action == "pause":
+            for name, ms in value.items():
+                self.nodes[name].paused_until = self.now + ms
         elif action == "advance_ms":
             self.advance_to(self.now + value)
         elif action in ("connector_add", "tasks_change"):

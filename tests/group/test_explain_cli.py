@@ -216,3 +216,12 @@ def test_golden_worker_join_under_eager():
     )
     assert result.exit_code == 0, result.output
     check_golden("connect_worker_join_eager.txt", lines(result.output))
+
+
+def test_golden_paused_worker_trace_shows_unknown_member_id():
+    result = invoke(
+        "--scenario", str(SCENARIOS / "connect-worker-paused.yaml"), "--trace", "--width", "100"
+    )
+    assert result.exit_code == 0, result.output
+    assert "UNKNOWN_MEMBER_ID" in result.stdout
+    check_golden("connect_worker_paused_trace.txt", lines(result.stdout))

@@ -397,6 +397,9 @@ events:
         ("kind: connect\nevents: [{connector_remove: ct9}]", "events[0].connector_remove"),
         ("kind: consumer\nevents: [{partitions_change: {T0: 2}}]", "events[0].partitions_change"),
         ("kind: connect\nsession_timeout_ms: soon", "session_timeout_ms"),
+        ("kind: connect\nworkers: [w1]\nevents: [{pause: {w2: 100}}]", "events[0].pause"),
+        ("kind: connect\nworkers: [w1]\nevents: [{pause: {w1: 0}}]", "events[0].pause.w1"),
+        ("kind: consumer\nmembers: {C0: [T]}\nevents: [{pause: {}}]", "events[0].pause"),
         ("[1, 2]", "scenario"),
     ],
 )
@@ -677,3 +680,55 @@ events: [{join: {C1: [T0, T1]}}, {leave: C0}]
     assert summary["tasks_stopped"] == summary["partitions_stopped"] == stopped == 10
     assert summary["tasks_started"] == summary["partitions_started"] == started == 15
     assert summary["connectors_stopped"] == summary["connectors_started"] == 0
+
+
+# ---------------------------------------------------------------- a member that stalls
+
+
+PAUSED = """
+kind: connect
+protocol: sessioned
+session_timeout_ms: 10000
+scheduled_rebalance_max_delay_ms: {delay}
+workers: [w1, w2, w3]
+connectors: {{ct1: 3}}
+events:
+  - {{at_ms: 1000, pause: {{w2: 15000}}}}
+  - {{advance_ms: 40000}}
+"""
+
+
+def errors_to(rnd: dict[str, Any], name: str) -> list[str]:
+    return [t["detail"] for t in rnd["trace"] if t["to"] == name and t["detail"].isupper()]
+
+
+def test_a_worker_paused_past_its_session_learns_it_is_out_when_it_wakes_up():
+    doc = run(PAUSED.format(delay=30000))
+    first, expired, back, reassigned = doc["rounds"]
+    w2_work = items(first["assignments"]["w2"])
+    # Its session ran from its last heartbeat (0 ms), not from the pause.
+    assert expired["at_ms"] == 10_000 and expired["trigger"] == "w2 session expired"
+    assert expired["members"] == ["w1", "w3"] and items(expired["sets"]["lost"]) == w2_work
+    assert moved(expired, "assigned") == set(), "the delay keeps the paused worker's task unstarted"
+    # Awake at 16000 ms: its heartbeat is refused, it stops what it had and joins afresh.
+    assert back["at_ms"] == 16_000 and back["trigger"] == "join w2"
+    assert "UNKNOWN_MEMBER_ID" in errors_to(back, "w2")
+    assert items(back["revoked"]["w2"]) == w2_work and not items(back["assignments"]["w2"])
+    assert reassigned["trigger"] == "scheduled rebalance delay expired"
+    assert items(reassigned["assigned"]["w2"]) == w2_work
+    assert doc["summary"]["tasks_stopped"] == 1
+
+
+def test_without_a_delay_the_paused_workers_task_runs_twice_until_it_wakes_up():
+    doc = run(PAUSED.format(delay=0))
+    first, expired, back = doc["rounds"][:3]
+    w2_work = items(first["assignments"]["w2"])
+    started_elsewhere = moved(expired, "assigned")
+    assert started_elsewhere == w2_work  # while w2, paused, still runs it
+    assert items(back["revoked"]["w2"]) == w2_work and back["at_ms"] == 16_000
+
+
+def test_a_pause_shorter_than_the_session_goes_unnoticed():
+    doc = run(PAUSED.format(delay=0).replace("15000", "5000"))
+    assert len(doc["rounds"]) == 1
+    assert doc["final"] == doc["rounds"][0]["assignments"]

@@ -112,6 +112,7 @@ class WorkerTask:
         self.commit_interval = commit_interval_ms / 1000
         self._paused = paused
         self._stopping = threading.Event()
+        self._abandoned = False
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._run, name=f"task-{task_id}", daemon=True)
         self.failed: BaseException | None = None
@@ -140,6 +141,15 @@ class WorkerTask:
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
+    def abandon(self) -> None:
+        """The worker gave up waiting: a restarted task may already run under this id, so
+        whatever this thread does when it finally ends must not overwrite its status."""
+        self._abandoned = True
+
+    def _report(self, state: State, trace: str | None = None) -> None:
+        if not self._abandoned:
+            self.status.on_task_state(self.id, state, trace)
+
     @property
     def stopping(self) -> bool:
         return self._stopping.is_set()
@@ -152,12 +162,12 @@ class WorkerTask:
     def _run(self) -> None:
         try:
             self.initialize_and_start()
-            self.status.on_task_state(self.id, State.PAUSED if self._paused else State.RUNNING)
+            self._report(State.PAUSED if self._paused else State.RUNNING)
             self.execute()
         except BaseException as e:  # a task failure must never take the worker down
             self.failed = e
             log.error("Task %s failed: %s", self.id, e, exc_info=e)
-            self.status.on_task_state(self.id, State.FAILED, _trace(e))
+            self._report(State.FAILED, _trace(e))
             try:
                 self.close(failed=True)
             except BaseException as ce:
@@ -167,23 +177,23 @@ class WorkerTask:
             self.close(failed=False)
         except BaseException as e:
             log.error("Task %s failed while stopping: %s", self.id, e, exc_info=e)
-            self.status.on_task_state(self.id, State.FAILED, _trace(e))
+            self._report(State.FAILED, _trace(e))
             return
-        self.status.on_task_state(self.id, State.UNASSIGNED)
+        self._report(State.UNASSIGNED)
 
     def wait_if_paused(self) -> bool:
         """Block while paused; returns True when the loop should go on."""
         if not self._paused:
             return not self.stopping
         self.on_pause()
-        self.status.on_task_state(self.id, State.PAUSED)
+        self._report(State.PAUSED)
         with self._cond:
             while self._paused and not self.stopping:
                 self._cond.wait(0.5)
                 self.while_paused()
         if not self.stopping:
             self.on_resume()
-            self.status.on_task_state(self.id, State.RUNNING)
+            self._report(State.RUNNING)
         return not self.stopping
 
     def on_pause(self) -> None:

@@ -498,6 +498,7 @@ class Worker:
         timeout = self.config.get_int("task.shutdown.graceful.timeout.ms") / 1000
         for tid, t in tasks:
             if not t.join(timeout):
+                t.abandon()
                 log.error("Task %s did not stop within %.1fs; abandoning its thread", tid, timeout)
 
     def tasks_of(self, connector: str) -> list[TaskId]:

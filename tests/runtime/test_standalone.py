@@ -226,6 +226,7 @@ def test_request_task_reconfiguration_restarts_the_tasks_with_new_configs(make_w
 
 IN_POLL = threading.Event()
 RELEASE = threading.Event()
+POLLS: list[str] = []  # names of the threads that entered poll(), in order
 
 
 class StuckSourceTask(SourceTask):
@@ -235,6 +236,7 @@ class StuckSourceTask(SourceTask):
         pass
 
     def poll(self) -> list[SourceRecord] | None:
+        POLLS.append(threading.current_thread().name)
         IN_POLL.set()
         RELEASE.wait(60)
         return None
@@ -289,3 +291,29 @@ def test_a_task_that_ignores_stop_is_abandoned_after_the_graceful_timeout(make_w
             {"partition": {"task": 0}, "offset": {"i": 9}}], message="it produced everything")
     finally:
         RELEASE.set()
+
+
+def test_an_abandoned_task_ending_later_does_not_overwrite_its_successor(make_worker, request):
+    """task 0 ignores stop; a restart abandons it and starts a new task 0. When the old
+    thread finally ends it must not report UNASSIGNED over the new task's RUNNING."""
+    RELEASE.clear()
+    IN_POLL.clear()
+    POLLS.clear()
+    w = make_worker(**{"task.shutdown.graceful.timeout.ms": 200})
+    h = w.herder
+    stuck = uniq("stuck", request)
+    h.create_connector(stuck, {"connector.class": f"{__name__}.StuckSourceConnector"})
+    try:
+        assert IN_POLL.wait(20), "the stuck task never polled"
+        old = [t for t in threading.enumerate() if t.name.startswith(f"task-{stuck}")]
+        h.restart_task(stuck, 0)
+        wait_until(lambda: len(POLLS) >= 2, message="the new task 0 polls")
+        wait_until(lambda: states(h, stuck) == (State.RUNNING, (State.RUNNING,)))
+        RELEASE.set()  # both threads leave poll(); the old one sees its stop and ends
+        for t in old:
+            t.join(10)
+            assert not t.is_alive()
+        assert states(h, stuck) == (State.RUNNING, (State.RUNNING,))
+    finally:
+        RELEASE.set()
+        h.delete_connector(stuck)

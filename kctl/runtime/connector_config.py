@@ -129,17 +129,15 @@ def load_connector_file(path: str) -> tuple[str, dict[str, str]]:
 
     import yaml
 
-    from kctl.runtime.worker_config import parse_properties
+    from kctl.runtime.worker_config import describe_yaml_error, parse_properties, read_text_file
 
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise ConfigError(f"cannot read connector file {p}: {e.strerror}", source=str(p)) from e
+    text = read_text_file(p, "connector file")
     if p.suffix == ".properties":
         return parse_connector_document(parse_properties(text), str(p))
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise ConfigError(f"{p}: not valid YAML or JSON: {e}", source=str(p)) from e
+        raise ConfigError(f"{p}: not valid YAML or JSON: {describe_yaml_error(e)}",
+                          source=str(p)) from e
     return parse_connector_document(data, str(p))

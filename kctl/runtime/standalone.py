@@ -601,9 +601,6 @@ def _load_connectors(files: list[str], plugins: Plugins) -> list[tuple[str, dict
             name, config = load_connector_file(f)
         except KctlError as e:
             raise ConfigError(str(e) if f in str(e) else f"{f}: {e}", source=f) from e
-        except UnicodeDecodeError as e:  # load_connector_file reads text and lets this through
-            raise ConfigError(f"cannot read connector file {f}: not UTF-8 text",
-                              source=f) from e
         try:
             raise_if_invalid(validate_config(plugins, config))
         except ValidationError as e:

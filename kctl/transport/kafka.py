@@ -26,7 +26,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kctl.api.records import RecordMetadata, TopicPartition
-from kctl.errors import TransportError
+from kctl.errors import ConfigError, TransportError
 from kctl.transport.base import (
     Admin,
     Consumer,
@@ -62,8 +62,37 @@ CONSUMER_DEFAULTS = {
 _PRIVATE = ("kctl.",)
 
 
+# partition.assignment.strategy as Kafka Connect users write it (Java class names) in
+# librdkafka's names; librdkafka has no plain sticky assignor and cannot run kctl's.
+_LIBRDKAFKA_ASSIGNORS = {
+    "range": "range", "roundrobin": "roundrobin", "cooperative-sticky": "cooperative-sticky",
+    "org.apache.kafka.clients.consumer.RangeAssignor": "range",
+    "org.apache.kafka.clients.consumer.RoundRobinAssignor": "roundrobin",
+    "org.apache.kafka.clients.consumer.CooperativeStickyAssignor": "cooperative-sticky",
+}
+
+
 def _clean(conf: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in conf.items() if not k.startswith(_PRIVATE)}
+    out = {k: v for k, v in conf.items() if not k.startswith(_PRIVATE)}
+    if "partition.assignment.strategy" in out:
+        out["partition.assignment.strategy"] = _librdkafka_strategy(
+            out["partition.assignment.strategy"])
+    return out
+
+
+def _librdkafka_strategy(value: Any) -> str:
+    names = [n.strip() for n in str(value).split(",") if n.strip()]
+    unknown = [n for n in names if n not in _LIBRDKAFKA_ASSIGNORS]
+    if unknown or not names:
+        raise ConfigError(
+            f"partition.assignment.strategy {value!r}: on Kafka, sink consumers support "
+            "range, roundrobin and cooperative-sticky (or their Java class names); "
+            f"{', '.join(unknown) or 'nothing'} is not one of them", key="partition.assignment.strategy")
+    mapped = list(dict.fromkeys(_LIBRDKAFKA_ASSIGNORS[n] for n in names))
+    # librdkafka refuses eager and cooperative assignors in one list; a Java group given
+    # Kafka's default [range, cooperative-sticky] runs the first, so keep the first's kind
+    cooperative = mapped[0] == "cooperative-sticky"
+    return ",".join(n for n in mapped if (n == "cooperative-sticky") == cooperative)
 
 
 def _tp(ktp: KTP) -> TopicPartition:

@@ -184,3 +184,24 @@ def test_a_setting_the_client_rejects_fails_its_task_naming_the_key(tmp_path, br
         # the worker carries on: the other connector runs, the herder answers
         wait_until(lambda: running(h, healthy), timeout=30)
         assert sorted(h.connectors()) == sorted([acks, reset, dlq_codec, healthy])
+
+
+def test_sink_assignment_strategies_in_java_names_work_on_the_broker(tmp_path, broker_settings):
+    """Kafka Connect users write Java class names; librdkafka knows short names and has no
+    plain sticky assignor: the names are translated, and what cannot run is refused."""
+    topic, java, sticky = unique("strategy"), unique("java"), unique("sticky")
+    sink = {"connector.class": "support.probes.GatedSinkConnector", "topics": topic,
+            "value.converter": "JsonConverter", "value.converter.schemas.enable": "false"}
+    with running_worker(tmp_path / "state", broker_settings) as w:
+        produce(w.transport, topic, [str(i).encode() for i in range(20)])
+        w.herder.create_connector(java, {
+            **sink, "consumer.override.partition.assignment.strategy":
+            "org.apache.kafka.clients.consumer.RangeAssignor,"
+            "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"})
+        w.herder.create_connector(sticky, {
+            **sink, "consumer.override.partition.assignment.strategy": "sticky"})
+        wait_until(lambda: len(probes.WRITTEN[java]) >= 20, timeout=60,
+                   message="every record through the translated strategy")
+        assert sorted(probes.WRITTEN[java]) == list(range(20))
+        trace = failed_trace(w.herder, sticky)
+        assert "partition.assignment.strategy" in trace and "'sticky'" in trace, trace

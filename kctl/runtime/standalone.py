@@ -522,7 +522,10 @@ def build_transport(config: Any) -> Any:
     if config.embedded:
         from kctl.transport.embedded import EmbeddedTransport
 
-        return EmbeddedTransport(config.state_dir, fsync=config.get_bool("log.fsync"))
+        # sink groups default to cooperative-sticky, as on the Kafka transport: a sink task
+        # joining or leaving moves only the partitions that must move
+        return EmbeddedTransport(config.state_dir, fsync=config.get_bool("log.fsync"),
+                                 assignment_strategy="cooperative-sticky")
     from kctl.transport.kafka import KafkaTransport
 
     return KafkaTransport(config.get_list("bootstrap.servers"),

@@ -4,49 +4,20 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from support.spark_servers import connect_server
 
 pytestmark = pytest.mark.spark
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def connect_url():
-    import pyspark
-
-    home = os.path.dirname(pyspark.__file__)
-    port = _free_port()
-    env = {**os.environ, "SPARK_HOME": home, "SPARK_NO_DAEMONIZE": "1"}
-    proc = subprocess.Popen(
-        [f"{home}/sbin/start-connect-server.sh", "--master", "local[1]",
-         "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-         "--conf", f"spark.connect.grpc.binding.port={port}",
-         "--conf", "spark.driver.memory=1g", "--conf", "spark.ui.enabled=false"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.5).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail("Spark Connect server did not start")
-            time.sleep(0.3)
-    yield f"sc://127.0.0.1:{port}"
-    os.killpg(proc.pid, 9)
-    proc.wait(10)
+def connect_url(tmp_path_factory):
+    with connect_server(str(tmp_path_factory.mktemp("spark-connect"))) as url:
+        yield url
 
 
 # A worker process holds one SparkSession; pyspark refuses a remote session in a process

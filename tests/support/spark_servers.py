@@ -1,0 +1,83 @@
+"""Real Spark services for the tests that check `spark.master: spark://...` and `sc://...`:
+a standalone master with one worker, and a Spark Connect server, each in its own process
+group on free loopback ports, killed when the test module is done."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+
+import pytest
+
+from support.broker import free_port
+
+
+def spark_home() -> str:
+    import pyspark
+
+    return os.path.dirname(pyspark.__file__)
+
+
+def _start(cmd: list[str], port: int, what: str, log_path: str | None = None) -> subprocess.Popen:
+    env = {**os.environ, "SPARK_HOME": spark_home(), "SPARK_NO_DAEMONIZE": "1",
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    out = open(log_path, "w") if log_path else subprocess.DEVNULL  # noqa: SIM115
+    proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.5).close()
+            return proc
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                _kill(proc)
+                pytest.fail(f"{what} did not start (see {log_path})")
+            time.sleep(0.3)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    with suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+
+
+@contextmanager
+def standalone_cluster(log_dir: str) -> Iterator[str]:
+    """A master and one worker (2 cores, 2 GB): `spark://127.0.0.1:PORT`."""
+    home = spark_home()
+    port, ui, worker_ui = free_port(), free_port(), free_port()
+    master = _start([f"{home}/bin/spark-class", "org.apache.spark.deploy.master.Master",
+                     "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)],
+                    port, "Spark master", f"{log_dir}/master.log")
+    url = f"spark://127.0.0.1:{port}"
+    worker = _start([f"{home}/bin/spark-class", "org.apache.spark.deploy.worker.Worker", url,
+                     "--host", "127.0.0.1", "--cores", "2", "--memory", "2g",
+                     "--webui-port", str(worker_ui)],
+                    worker_ui, "Spark worker", f"{log_dir}/worker.log")
+    try:
+        yield url
+    finally:
+        _kill(worker)
+        _kill(master)
+
+
+@contextmanager
+def connect_server(log_dir: str) -> Iterator[str]:
+    """A Spark Connect server on local[1]: `sc://127.0.0.1:PORT`."""
+    home = spark_home()
+    port = free_port()
+    proc = _start([f"{home}/sbin/start-connect-server.sh", "--master", "local[1]",
+                   "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+                   "--conf", f"spark.connect.grpc.binding.port={port}",
+                   "--conf", "spark.driver.memory=1g", "--conf", "spark.ui.enabled=false"],
+                  port, "Spark Connect server", f"{log_dir}/connect.log")
+    try:
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        _kill(proc)

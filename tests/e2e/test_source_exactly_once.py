@@ -15,7 +15,9 @@ from support.broker import free_port
 from support.waiting import wait_until
 
 from kctl.api.records import TopicPartition
+from kctl.runtime.dlq import read_topic
 from kctl.transport.embedded import EmbeddedTransport
+from kctl.transport.kafka import KafkaTransport
 
 pytestmark = pytest.mark.slow
 TESTS = str(Path(__file__).resolve().parents[1])
@@ -71,3 +73,39 @@ def test_acknowledged_but_uncommitted_records_are_not_produced_twice(tmp_path, m
         assert len(values) == 300 and len(set(values)) == 300
     else:  # Kafka Connect's at-least-once: the uncommitted records come again
         assert len(values) == 600
+
+
+def test_offsets_are_recovered_from_a_real_broker_too(tmp_path, kafka_broker):
+    """The same story on Tansu: the records are read back from the broker (to the ends
+    its partitions have, however slowly it answers), not produced again."""
+    port = free_port()
+    topic = f"numbers-{port}"
+    (tmp_path / "worker.yaml").write_text(
+        f"state.dir: {tmp_path / 'state'}\nlisteners: http://127.0.0.1:{port}\n"
+        f"bootstrap.servers: {kafka_broker.bootstrap}\n"
+        "offset.flush.interval.ms: 600000\ntopic.creation.default.replication.factor: 1\n")
+    conn = tmp_path / "src.yaml"
+    conn.write_text("name: counter\nconnector.class: support.connectors.CounterSourceConnector\n"
+                    f"topic: {topic}\ncount: 300\nper.poll: 10\n")
+    log = tmp_path / "worker.log"
+    kafka = KafkaTransport([kafka_broker.bootstrap])
+    try:
+        proc = start(tmp_path, conn)
+        try:
+            wait_until(lambda: len(read_topic(kafka, topic)) == 300, timeout=60,
+                       message="all 300 produced and acknowledged; no offset commit yet")
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+        proc = start(tmp_path)
+        try:
+            wait_until(lambda: "recovered 1 source offset(s) from the log" in log.read_text(),
+                       timeout=60, message="the restarted task read its records back")
+            time.sleep(1.5)  # anything produced again would be in the topic by now
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(30)
+        values = [r.value for r in read_topic(kafka, topic)]
+        assert len(values) == 300 and len(set(values)) == 300
+    finally:
+        kafka.close()

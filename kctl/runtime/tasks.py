@@ -295,6 +295,7 @@ class SubmittedRecords:
 
 
 SOURCE_HEADER = "__kctl.source"
+_RECOVERY_STALL_S = 30.0
 POSITION_KEY = "kctl.task"
 """Offset-store partitions with this key hold log positions, not connector offsets."""
 
@@ -374,11 +375,19 @@ class WorkerSourceTask(WorkerTask):
             consumer.assign(tps)
             for (_, o), tp in zip(positions, tps, strict=True):
                 consumer.seek(tp, int(o["position"]))
-            idle_since = time.monotonic()
-            while time.monotonic() - idle_since < 0.5:
+            # read to the ends the partitions have now (a slow broker makes this wait, not
+            # stop early and produce again what the log already holds)
+            pending = set(tps)
+            progress = time.monotonic()
+            while True:
                 batch = consumer.poll_batch(10000, 0.1)
                 if batch:
-                    idle_since = time.monotonic()
+                    progress = time.monotonic()
+                elif time.monotonic() - progress > _RECOVERY_STALL_S:
+                    log.warning("Task %s: no progress reading %s back for %.0fs; recovering "
+                                "from what was read", self.id, sorted(pending),
+                                _RECOVERY_STALL_S)
+                    break
                 for r in batch:
                     for k, v in r.headers:
                         if k == SOURCE_HEADER and v is not None:
@@ -389,6 +398,10 @@ class WorkerSourceTask(WorkerTask):
                             if key not in newest or newest[key][0] < seq:
                                 newest[key] = (seq, part, off)
                     self._positions[(r.topic, r.partition)] = r.offset + 1
+                ends = consumer.end_offsets(pending)
+                pending = {tp for tp in pending if consumer.position(tp) < ends[tp]}
+                if not pending and not batch:  # at the ends, and an empty poll to be sure
+                    break
         finally:
             consumer.close()
         if not newest:

@@ -145,6 +145,7 @@ class KafkaProducer(Producer):
 class KafkaConsumer(Consumer):
     def __init__(self, conf: Mapping[str, Any]):
         self._c = KConsumer(conf)
+        self._seeked: dict[TopicPartition, int] = {}
         self._lock = threading.Lock()
         self._assignment: set[TopicPartition] = set()
         self._closed = False
@@ -154,6 +155,8 @@ class KafkaConsumer(Consumer):
         def assigned(consumer: Any, parts: list[KTP]) -> None:
             tps = [_tp(p) for p in parts]
             self._assignment |= set(tps)
+            for tp in tps:
+                self._seeked.pop(tp, None)
             if on_assign:
                 on_assign(tps)
 
@@ -162,11 +165,14 @@ class KafkaConsumer(Consumer):
             if on_revoke:
                 on_revoke(tps)
             self._assignment -= set(tps)
+            for tp in tps:
+                self._seeked.pop(tp, None)
 
         self._c.subscribe(list(topics), on_assign=assigned, on_revoke=revoked, on_lost=revoked)
 
     def assign(self, partitions: Sequence[TopicPartition]) -> None:
         self._assignment = set(partitions)
+        self._seeked = {}
         self._c.assign([KTP(p.topic, p.partition, OFFSET_BEGINNING) for p in partitions])
 
     def assignment(self) -> set[TopicPartition]:
@@ -187,11 +193,16 @@ class KafkaConsumer(Consumer):
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self._c.seek(KTP(tp.topic, tp.partition, offset))
+        self._seeked[tp] = offset
 
     def position(self, tp: TopicPartition) -> int:
         pos = self._c.position([KTP(tp.topic, tp.partition)])[0].offset
         if pos >= 0:
             return pos
+        # librdkafka knows a position only once it consumed from the partition: until then
+        # it is where we seeked, else where the group committed
+        if tp in self._seeked:
+            return self._seeked[tp]
         committed = self._c.committed([KTP(tp.topic, tp.partition)], timeout=10)[0].offset
         return committed if committed >= 0 else 0
 

@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from kctl.api.records import ConnectRecord, SourceRecord
 from kctl.errors import ConnectError, RetriableError
@@ -117,8 +117,19 @@ def source_record_payload(record: ConnectRecord) -> tuple[bytes | None, bytes | 
     return enc(record.key), enc(record.value)
 
 
+class SourcePositionTracker(Protocol):
+    """What an exactly-once source task adds to its DLQ records, so that after a crash the
+    records it dead-lettered count, like those it delivered, as done (see WorkerSourceTask)."""
+
+    def dlq_headers(self, topic: str, ctx: ErrorContext) -> list[tuple[str, bytes]]: ...
+
+    def dlq_written(self, metadata: Any) -> None: ...
+
+
 class DeadLetterQueueReporter(ErrorReporter):
     """Sends the failed record, as it was, to the DLQ topic with the error as headers."""
+
+    tracker: SourcePositionTracker | None = None
 
     def __init__(self, producer: Producer, topic: str, *, context_headers: bool,
                  encode_source: Callable[[SourceRecord], tuple[bytes | None, bytes | None]]
@@ -158,6 +169,8 @@ class DeadLetterQueueReporter(ErrorReporter):
                                f"{ctx.stage.value} failure carries no record")
         if self.context_headers:
             headers.extend(error_headers(ctx))
+        if self.tracker is not None and ctx.consumed is None and ctx.source is not None:
+            headers.extend(self.tracker.dlq_headers(self.topic, ctx))
         try:
             self.producer.send(ProducerRecord(self.topic, value, key, headers=tuple(headers)),
                                self._on_delivery)
@@ -181,6 +194,8 @@ class DeadLetterQueueReporter(ErrorReporter):
     def _on_delivery(self, md: Any, err: BaseException | None) -> None:
         if err is not None:
             self.failures.append(err)
+        elif self.tracker is not None and md is not None:
+            self.tracker.dlq_written(md)
 
     def close(self) -> None:
         with self._lock:

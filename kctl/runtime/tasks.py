@@ -39,6 +39,8 @@ from kctl.api.records import (
 from kctl.errors import ConnectError, RetriableError, TransportError
 from kctl.runtime.errors import (
     FAILED,
+    DeadLetterQueueReporter,
+    ErrorContext,
     RetryWithToleranceOperator,
     Stage,
     Tolerance,
@@ -347,11 +349,15 @@ class WorkerSourceTask(WorkerTask):
         self.submitted = SubmittedRecords()
         self._produce_error: BaseException | None = None
         self._known_topics: set[str] = set()
+        self._unsent: list[tuple[ProducerRecord, list, SourceRecord]] = []
         self.records_sent = 0
 
     def initialize_and_start(self) -> None:
         if self.exactly_once:
             self._recover_offsets_from_log()
+            for reporter in self.operator.reporters:
+                if isinstance(reporter, DeadLetterQueueReporter):
+                    reporter.tracker = self
         self.task.initialize(_SourceTaskContext(self.props, self.offset_reader, self.spark,
                                                 _SourceErrantReporter(self)))
         self.task.start(self.props)
@@ -434,6 +440,28 @@ class WorkerSourceTask(WorkerTask):
             if self.offset_writer.begin_flush():
                 self.offset_writer.do_flush().result(self.commit_timeout)
 
+    def dlq_headers(self, topic: str, ctx: ErrorContext) -> list[tuple[str, bytes]]:
+        """A dead-lettered record carries its source position like a delivered one, so the
+        recovery after a crash sees it as done and does not dead-letter it again. Records
+        before it must be in the log first: recovery takes the newest position it finds,
+        so a later one must never stand there without those before it."""
+        if ctx.source is None or ctx.stage is Stage.KAFKA_PRODUCE:
+            return []  # a delivery callback: no flushing from inside the producer
+        if topic not in self._known_topics:
+            self._known_topics.add(topic)
+            self._mark_start_positions(topic)
+        self._send_unsent()
+        if self.producer.flush(self.commit_timeout):
+            return []  # not all acknowledged: without the header it may be reported again
+        return [(SOURCE_HEADER, self._source_header(ctx.source))]
+
+    def dlq_written(self, metadata: RecordMetadata) -> None:
+        self._positions[(metadata.topic, metadata.partition)] = metadata.offset + 1
+
+    def _source_header(self, record: SourceRecord) -> bytes:
+        return json.dumps([self.id.connector, next(self._seq), dict(record.source_partition),
+                           dict(record.source_offset)], separators=(",", ":")).encode()
+
     def _write_positions(self) -> None:
         for (topic, partition), pos in self._positions.items():
             self.offset_writer.offset({POSITION_KEY: self.id.task, "topic": topic,
@@ -462,8 +490,6 @@ class WorkerSourceTask(WorkerTask):
         transforms = self.transforms
         kc, vc = self.key_converter, self.value_converter
         kc_name, vc_name = _class_name(kc), _class_name(vc)
-        out: list[ProducerRecord] = []
-        entries: list[tuple[list, SourceRecord]] = []
         for rec in records:
             entry = self.submitted.submit(rec)
             tr = op.execute(lambda r=rec: transforms.apply(r), Stage.TRANSFORMATION,
@@ -489,17 +515,21 @@ class WorkerSourceTask(WorkerTask):
             if tr.headers:
                 headers = tuple((h.key, _header_bytes(h.value)) for h in tr.headers)
             if self.exactly_once:
-                headers = (*headers, (SOURCE_HEADER, json.dumps(
-                    [self.id.connector, next(self._seq), dict(rec.source_partition),
-                     dict(rec.source_offset)], separators=(",", ":")).encode()))
+                headers = (*headers, (SOURCE_HEADER, self._source_header(rec)))
             if topic not in self._known_topics:
                 self.ensure_topic(topic)
                 self._known_topics.add(topic)
                 if self.exactly_once:
                     self._mark_start_positions(topic)
-            out.append(ProducerRecord(topic, value, key, tr.kafka_partition, headers, tr.timestamp))
-            entries.append((entry, rec))
-        for pr, (entry, rec) in zip(out, entries, strict=True):
+            # (a DLQ write later in this batch sends these first: see dlq_headers)
+            self._unsent.append((ProducerRecord(topic, value, key, tr.kafka_partition,
+                                                headers, tr.timestamp), entry, rec))
+        self._send_unsent()
+
+    def _send_unsent(self) -> None:
+        """Converted records are sent together after the batch, or before a DLQ write."""
+        out, self._unsent = self._unsent, []
+        for pr, entry, rec in out:
             on_delivery = self._callback(entry, rec)
             try:
                 self.producer.send(pr, on_delivery)

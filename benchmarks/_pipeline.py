@@ -364,9 +364,9 @@ class _Context:
 
 
 def connector_alone_source(worker: Any, config: dict[str, Any], n: int) -> tuple[float, list]:
-    """FileSourceTask.poll() until n records, no runtime: reading, Spark parsing, records.
+    """FileSourceTask.poll() until n records, no runtime: reading, Spark parsing, batches.
 
-    Returns (seconds, records)."""
+    Returns (seconds, what poll returned: SourceBatch columns or SourceRecords)."""
     from kctl.connectors.file.source import FileSourceTask
     from kctl.runtime.connector_config import as_strings
 
@@ -374,14 +374,16 @@ def connector_alone_source(worker: Any, config: dict[str, Any], n: int) -> tuple
     task = FileSourceTask()
     task.initialize(_Context(worker, props))
     records: list = []
+    count = 0
     start = time.perf_counter()
     task.start(props)
     try:
-        while len(records) < n:
+        while count < n:
             batch = task.poll()
             if not batch:
-                raise RuntimeError(f"the source task stopped at {len(records)} of {n} records")
+                raise RuntimeError(f"the source task stopped at {count} of {n} records")
             records.extend(batch)
+            count += sum(len(b) if hasattr(b, "offsets") else 1 for b in batch)
         return time.perf_counter() - start, records
     finally:
         task.stop()
@@ -389,31 +391,50 @@ def connector_alone_source(worker: Any, config: dict[str, Any], n: int) -> tuple
 
 def connector_alone_sink(worker: Any, config: dict[str, Any], records: list,
                          outdir: Path) -> float:
-    """FileSinkTask.put() of ready SinkRecords (the source's values), then flush: no runtime.
-
-    Building the SinkRecords is not timed; put() is called in batches of 10000 (the
-    runtime's consumer.max.poll.records)."""
-    from kctl.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
+    """FileSinkTask of the source's values, then flush: no runtime. Columns the source gave
+    go in as SinkBatches (`put_batch`, as the runtime gives them), records by `put()` in
+    batches of 10000 (the runtime's consumer.max.poll.records). Building them is not timed."""
+    from kctl.api.records import (
+        OffsetAndMetadata,
+        SinkBatch,
+        SinkRecord,
+        SourceBatch,
+        TopicPartition,
+    )
     from kctl.connectors.file.sink import FileSinkTask
     from kctl.runtime.connector_config import as_strings
 
     topic = str(config["topics"])
     tp = TopicPartition(topic, 0)
-    sink_records = [SinkRecord(topic, 0, None, None, r.value_schema, r.value, kafka_offset=i)
-                    for i, r in enumerate(records)]
+    batches: list[SinkBatch] = []
+    sink_records: list[SinkRecord] = []
+    offset = 0
+    for r in records:
+        if isinstance(r, SourceBatch):
+            n = len(r)
+            batches.append(SinkBatch(topic, 0, list(range(offset, offset + n)), [0] * n,
+                                     [()] * n, r.value_schema, r.values))
+            offset += n
+        else:
+            sink_records.append(SinkRecord(topic, 0, None, None, r.value_schema, r.value,
+                                           kafka_offset=offset))
+            offset += 1
     props = as_strings(config)
     task = FileSinkTask()
     task.initialize(_Context(worker, props))
     start = time.perf_counter()
     task.start(props)
     task.open([tp])
+    for b in batches:
+        for i in range(0, len(b), 10_000):
+            task.put_batch(b.slice(i, i + 10_000))
     for i in range(0, len(sink_records), 10_000):
         task.put(sink_records[i:i + 10_000])
-    task.flush({tp: OffsetAndMetadata(len(sink_records))})
+    task.flush({tp: OffsetAndMetadata(offset)})
     elapsed = time.perf_counter() - start
     task.stop()
     written = CommittedLines(outdir)()
-    assert written == len(records), f"the sink task wrote {written} of {len(records)} lines"
+    assert written == offset, f"the sink task wrote {written} of {offset} lines"
     return elapsed
 
 

@@ -257,7 +257,7 @@ def run(settings: Settings, work: Path, runs_wanted: int) -> None:
     print(row("FileSourceTask.poll() until N records", n, alone_src))
     print(runtime_note(source, alone_src, "transforms, converters, exactly-once header, "
                        "producer, acknowledgements"))
-    print(row("FileSinkTask.put() + flush of N ready SinkRecords", n, alone_sink))
+    print(row("FileSinkTask.put_batch() + flush of N ready records", n, alone_sink))
     print(runtime_note(sink, alone_sink, "consumer, converters, SinkRecords, offsets"))
     print()
     print(f"bytes per record: file line {sum(map(len, lines)) / n:.0f} B; in the topic, value "

@@ -34,7 +34,7 @@ def line_with(out: str, label: str) -> str:
 def test_file_pipeline_benchmark_prints_rates_and_ratios():
     out = run_benchmark("bench_file_pipeline.py")
     for label in ("pipeline: FileSource -> embedded log", "pipeline: embedded log -> FileSink",
-                  "FileSourceTask.poll()", "FileSinkTask.put()"):
+                  "FileSourceTask.poll()", "FileSinkTask.put_batch()"):
         assert "records/s" in line_with(out, label)
     for label in ("raw (a): Python read", "raw (b): embedded log producer",
                   "raw: embedded log consumer read"):

@@ -202,6 +202,21 @@ def table_to_structs(table: pa.Table | pa.RecordBatch, schema: Schema | None = N
         if columns else [_new_struct(schema, []) for _ in range(table.num_rows)]
 
 
+def array_to_connect(values: pa.Array | pa.ChunkedArray, schema: Schema) -> list[Any]:
+    """The Connect value of each row of one Arrow column of `schema` (None for null rows)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if schema.type is Type.STRUCT:
+        structs: list[Any] = table_to_structs(pa.Table.from_struct_array(values), schema)
+        if values.null_count:
+            valid = values.is_valid().to_pylist()
+            structs = [s if ok else None for s, ok in zip(structs, valid, strict=True)]
+        return structs
+    conv = _to_connect_conv(schema)
+    col = values.to_pylist()
+    return col if conv is None else [None if v is None else conv(v) for v in col]
+
+
 # --- values: Connect -> Arrow -------------------------------------------------------------
 
 

@@ -14,7 +14,9 @@ from kctl.api.config import ConfigDef, ConfigValue
 from kctl.api.records import (
     OffsetAndMetadata,
     RecordMetadata,
+    SinkBatch,
     SinkRecord,
+    SourceBatch,
     SourceRecord,
     TopicPartition,
 )
@@ -147,8 +149,12 @@ class SourceTask(Task, ABC):
         self.context = context
 
     @abstractmethod
-    def poll(self) -> list[SourceRecord] | None:
-        """Return a batch (or None/[] when nothing is ready); may block briefly."""
+    def poll(self) -> Sequence[SourceRecord | SourceBatch] | None:
+        """Return records (or None/[] when nothing is ready); may block briefly.
+
+        Records read together may come as SourceBatch columns: the runtime converts and
+        writes those without a Python object per record when it can.
+        """
 
     def commit(self) -> None:
         """Offsets up to the last acknowledged record have been committed."""
@@ -198,6 +204,15 @@ class SinkTask(Task, ABC):
 
     @abstractmethod
     def put(self, records: Sequence[SinkRecord]) -> None: ...
+
+    def put_batch(self, batch: SinkBatch) -> None:
+        """Records of one partition as a column, given only to tasks that override this.
+
+        The runtime calls it instead of `put` for records it could decode as one column
+        (no transforms, no keys); a task that writes columns (Spark, Arrow) avoids a
+        SinkRecord per record. It means exactly `put(batch.records())`.
+        """
+        self.put(batch.records())
 
     def flush(self, current_offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         """Make everything `put` so far durable."""

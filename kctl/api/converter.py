@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from kctl.api.config import ConfigDef
 from kctl.api.data import Schema, SchemaAndValue
 from kctl.api.records import Headers
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 class Converter(ABC):
@@ -27,6 +30,22 @@ class Converter(ABC):
     def to_connect_data(
         self, topic: str, value: bytes | None, headers: Headers | None = None
     ) -> SchemaAndValue: ...
+
+    # The columnar path. A converter that can encode or decode a whole column at once
+    # overrides these; the runtime uses them for batches of records that need nothing
+    # per record (no transforms, no headers to convert) and otherwise, or when they
+    # return None, converts record by record. Both must give exactly what the per-record
+    # methods give, and report bad data by returning None (the per-record path then
+    # names the record and applies the error tolerance).
+
+    def from_arrow(self, topic: str, schema: Schema, values: pa.Array) -> list[bytes | None] | None:
+        """Each row of `values` (of `schema`) as `from_connect_data` encodes it, or None."""
+        return None
+
+    def to_arrow(self, topic: str,
+                 values: Sequence[bytes | None]) -> tuple[Schema, pa.Array] | None:
+        """Values that share one schema, decoded into one Arrow column, or None."""
+        return None
 
 
 class HeaderConverter(ABC):

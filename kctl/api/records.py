@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -131,3 +131,89 @@ class RecordMetadata:
 class OffsetAndMetadata:
     offset: int
     metadata: str = ""
+
+
+# --- records as columns -----------------------------------------------------------------------
+# A task that reads or writes many records at once (a Spark job, a file chunk) can hand them
+# over as one Arrow column instead of one object per record: the runtime then converts and
+# moves the whole column at once when nothing needs the records one by one (no transforms),
+# and otherwise takes `records()`, so a batch always means exactly what its records mean.
+
+
+@dataclass(frozen=True, slots=True)
+class SourceBatch:
+    """Consecutive records of one source partition, as columns.
+
+    Row i is the record `SourceRecord(topic, None, None, None, value_schema, values[i],
+    source_partition=source_partition, source_offset={k: offsets[k][i] for k in offsets})`.
+    `values` is a pyarrow Array of `value_schema` (a StructArray for a STRUCT schema).
+    """
+
+    topic: str
+    source_partition: Mapping[str, Any]
+    value_schema: Schema
+    values: Any  # pyarrow.Array
+    offsets: Mapping[str, Sequence[Any]]
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def offset(self, i: int) -> dict[str, Any]:
+        return {k: col[i] for k, col in self.offsets.items()}
+
+    def records(self) -> list[SourceRecord]:
+        from kctl.api.arrow import array_to_connect
+
+        topic, schema, part = self.topic, self.value_schema, self.source_partition
+        keys = list(self.offsets)
+        rows = zip(*self.offsets.values(), strict=True) if keys else ((),) * len(self)
+        return [SourceRecord(topic, None, None, None, schema, v, source_partition=part,
+                             source_offset=dict(zip(keys, off, strict=True)))
+                for v, off in zip(array_to_connect(self.values, schema), rows, strict=True)]
+
+
+@dataclass(frozen=True, slots=True)
+class SinkBatch:
+    """Consecutive records of one topic partition, decoded into one column, without keys.
+
+    Row i is `SinkRecord(topic, partition, None, None, value_schema, values[i],
+    timestamps[i], headers[i], kafka_offset=offsets[i])`; `headers[i]` holds the raw
+    (name, bytes) pairs as they were on the log.
+    """
+
+    topic: str
+    partition: int
+    offsets: Sequence[int]
+    timestamps: Sequence[int]
+    headers: Sequence[tuple[tuple[str, bytes | None], ...]]
+    value_schema: Schema
+    values: Any  # pyarrow.Array
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+    def slice(self, start: int, stop: int | None = None) -> SinkBatch:
+        stop = len(self) if stop is None else stop
+        return SinkBatch(self.topic, self.partition, self.offsets[start:stop],
+                         self.timestamps[start:stop], self.headers[start:stop],
+                         self.value_schema, self.values.slice(start, stop - start))
+
+    def records(self) -> list[SinkRecord]:
+        from kctl.api.arrow import array_to_connect
+
+        topic, partition, schema = self.topic, self.partition, self.value_schema
+        out = []
+        for off, ts, hs, v in zip(self.offsets, self.timestamps, self.headers,
+                                  array_to_connect(self.values, schema), strict=True):
+            headers = Headers()
+            for hk, hv in hs:
+                headers.add(hk, hv)
+            out.append(SinkRecord(topic, partition, None, None, schema, v, ts, headers,
+                                  kafka_offset=off, timestamp_type=TimestampType.CREATE_TIME,
+                                  original_topic=topic, original_kafka_partition=partition,
+                                  original_kafka_offset=off))
+        return out

@@ -18,8 +18,8 @@ import importlib
 import inspect
 import json
 import os
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from kctl.api.config import ConfigDef, ConfigType, Importance, Range, ValidString
 from kctl.api.converter import Converter, HeaderConverter
@@ -38,6 +38,9 @@ from kctl.api.data import (
 )
 from kctl.api.records import Headers
 from kctl.errors import ConfigError, DataError, PluginError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = [
     "CONVERTER_ALIASES",
@@ -810,6 +813,58 @@ class JsonConverter(Converter, HeaderConverter):
                     raise DataError(f"{e} (in struct {schema.name or ''})".replace(" ()", "")) from e
             return dec_struct
         raise DataError(f"Unknown schema type: {t}")
+
+    # -- whole columns (kctl/runtime/json_columns.py) --------------------------------------
+    # Both return exactly what the per-record methods give, or None whenever that cannot be
+    # guaranteed (unsupported schema, bad or unusual data); the runtime then converts record
+    # by record and that path raises the precise error. pyarrow is imported only here.
+    # Any failure in them means "not columnar": they never raise.
+
+    def from_arrow(self, topic: str, schema: Schema,
+                   values: pa.Array) -> list[bytes | None] | None:
+        """Each row of `values` as `from_connect_data` encodes it, or None."""
+        if schema is None:
+            return None
+        from kctl.runtime import json_columns
+        try:
+            if not json_columns.supported(schema):
+                return None
+            prefix = None
+            if self.schemas_enabled:
+                entry = self._encoders.get(schema) or self._compile_encoder(schema)
+                prefix = entry[1]
+            return json_columns.encode_column(values, schema, prefix)
+        except Exception:
+            return None
+
+    def to_arrow(self, topic: str,
+                 values: Sequence[bytes | None]) -> tuple[Schema, pa.Array] | None:
+        """Envelopes that all carry one STRUCT schema, decoded into one column, or None."""
+        if not self.schemas_enabled or len(values) == 0 or values[0] is None:
+            return None
+        from kctl.runtime import json_columns
+        try:
+            found = json_columns.envelope_prefix(bytes(values[0]))
+            if found is None:
+                return None
+            prefix, schema_text = found
+            schemas = self.__dict__.setdefault("_column_schemas", {})
+            if prefix in schemas:
+                schema = schemas[prefix]
+            else:
+                try:
+                    schema = self.as_connect_schema(_loads(schema_text))
+                except Exception:
+                    schema = None
+                if len(schemas) >= self._cache_size:
+                    schemas.clear()
+                schemas[prefix] = schema
+            if schema is None:
+                return None
+            column = json_columns.decode_envelopes(values, prefix, schema)
+        except Exception:
+            return None
+        return None if column is None else (schema, column)
 
     # -- headers ---------------------------------------------------------------------------
     def from_connect_header(self, topic: str, key: str, schema: Schema | None,

@@ -8,7 +8,6 @@ per record runs through the RetryWithToleranceOperator with its Kafka Connect st
 from __future__ import annotations
 
 import collections
-import itertools
 import json
 import logging
 import re
@@ -31,7 +30,9 @@ from kctl.api.records import (
     Headers,
     OffsetAndMetadata,
     RecordMetadata,
+    SinkBatch,
     SinkRecord,
+    SourceBatch,
     SourceRecord,
     TimestampType,
     TopicPartition,
@@ -47,7 +48,14 @@ from kctl.runtime.errors import (
     source_record_payload,
 )
 from kctl.runtime.states import State
-from kctl.transport.base import Consumer, LogRecord, Producer, ProducerRecord
+from kctl.transport.base import (
+    BatchDelivery,
+    Consumer,
+    HeaderList,
+    LogRecord,
+    Producer,
+    ProducerRecord,
+)
 
 log = logging.getLogger("kctl.tasks")
 
@@ -269,12 +277,19 @@ class SubmittedRecords:
         self.in_flight = 0
 
     def submit(self, record: SourceRecord) -> list:
-        key = partition_key(record.source_partition)
-        entry = [record.source_offset, False]
+        return self._submit(record.source_partition, record.source_offset)
+
+    def submit_batch(self, batch: SourceBatch) -> list:
+        """One entry for all rows: the offset moves to the last row once all are acked."""
+        return self._submit(batch.source_partition, batch.offset(len(batch) - 1))
+
+    def _submit(self, partition: Mapping[str, Any], offset: Mapping[str, Any]) -> list:
+        key = partition_key(partition)
+        entry = [offset, False]
         dq = self._pending.get(key)
         if dq is None:
             dq = self._pending[key] = collections.deque()
-            self._partitions[key] = record.source_partition
+            self._partitions[key] = partition
         dq.append(entry)
         self.in_flight += 1
         return entry
@@ -333,7 +348,7 @@ class WorkerSourceTask(WorkerTask):
         self._partition_count = partition_count
         self.log_reader = log_reader
         self.stored_offsets = stored_offsets
-        self._seq = itertools.count(time.time_ns())
+        self._next_seq = time.time_ns()  # increases across restarts: newest position wins
         self._positions: dict[tuple[str, int], int] = {}
         self.props = props
         self.producer = producer
@@ -351,6 +366,8 @@ class WorkerSourceTask(WorkerTask):
         self._known_topics: set[str] = set()
         self._unsent: list[tuple[ProducerRecord, list, SourceRecord]] = []
         self.records_sent = 0
+        self.columns_sent = 0  # of records_sent, how many went as columns
+        self._columnar_ok: bool | None = None
 
     def initialize_and_start(self) -> None:
         if self.exactly_once:
@@ -459,7 +476,9 @@ class WorkerSourceTask(WorkerTask):
         self._positions[(metadata.topic, metadata.partition)] = metadata.offset + 1
 
     def _source_header(self, record: SourceRecord) -> bytes:
-        return json.dumps([self.id.connector, next(self._seq), dict(record.source_partition),
+        seq = self._next_seq
+        self._next_seq += 1
+        return json.dumps([self.id.connector, seq, dict(record.source_partition),
                            dict(record.source_offset)], separators=(",", ":")).encode()
 
     def _write_positions(self) -> None:
@@ -485,7 +504,97 @@ class WorkerSourceTask(WorkerTask):
                 self.commit_offsets()
                 next_commit = self.clock() + self.commit_interval
 
-    def _send(self, records: Sequence[SourceRecord]) -> None:
+    def _send(self, items: Sequence[SourceRecord | SourceBatch]) -> None:
+        records: list[SourceRecord] = []
+        for item in items:
+            if type(item) is SourceBatch:
+                if records:
+                    self._send_records(records)
+                    records = []
+                if not self._send_columns(item):
+                    self._send_records(item.records())
+            else:
+                records.append(item)  # type: ignore[arg-type]
+        if records:
+            self._send_records(records)
+        self._send_unsent()
+
+    def _columnar(self) -> bool:
+        """Whether batches may skip per-record work: nothing sees records one by one."""
+        ok = self._columnar_ok
+        if ok is None:
+            chain = self.transforms
+            ok = self._columnar_ok = (
+                (isinstance(chain, _NoTransforms) or len(getattr(chain, "stages", (0,))) == 0)
+                and type(self.task).commit_record is SourceTask.commit_record)
+        return ok
+
+    def _send_columns(self, batch: SourceBatch) -> bool:
+        """Convert and produce a batch as columns; False when it must go record by record
+        (transforms, a converter without a columnar form, or data only the per-record
+        path can report precisely). Nothing is sent before that is decided."""
+        n = len(batch)
+        if n == 0 or not self._columnar():
+            return n == 0
+        topic = batch.topic
+        try:
+            if self.key_converter.from_connect_data(topic, None, None) is not None:
+                return False
+            values = self.value_converter.from_arrow(topic, batch.value_schema, batch.values)
+        except Exception:
+            return False
+        if values is None or len(values) != n:
+            return False
+        if topic not in self._known_topics:
+            self.ensure_topic(topic)
+            self._known_topics.add(topic)
+            if self.exactly_once:
+                self._mark_start_positions(topic)
+        headers = self._source_headers(batch) if self.exactly_once else None
+        self._send_unsent()  # records before this batch go first
+        entry = self.submitted.submit_batch(batch)
+        self.producer.send_batch(topic, values, self._batch_callback(entry, batch),
+                                 headers=headers)
+        self.records_sent += n
+        self.columns_sent += n
+        return True
+
+    def _source_headers(self, batch: SourceBatch) -> list[HeaderList]:
+        """The per-record `__kctl.source` header of `_source_header`, built for all rows."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        n = len(batch)
+        first = self._next_seq
+        self._next_seq += n
+        head = "[" + json.dumps(self.id.connector) + ","
+        part = "," + json.dumps(dict(batch.source_partition), separators=(",", ":")) + ","
+        seqs = pc.cast(pa.array(range(first, first + n), pa.int64()), pa.string())
+        texts = pc.binary_join_element_wise(head, seqs, part, _offset_json(batch.offsets, n),
+                                            "]", "")
+        return [((SOURCE_HEADER, v),) for v in texts.cast(pa.binary()).to_pylist()]
+
+    def _batch_callback(self, entry: list, batch: SourceBatch) -> Callable:
+        def on_delivery(result: BatchDelivery) -> None:
+            if self.exactly_once:
+                for tp, end in result.ends.items():
+                    if self._positions.get(tp, -1) < end:
+                        self._positions[tp] = end
+            if not result.errors:
+                self.submitted.ack(entry)
+                return
+            records = batch.records()
+            for i, err in sorted(result.errors.items()):
+                try:
+                    self.operator.execute(lambda e=err: _raise(e), Stage.KAFKA_PRODUCE,
+                                          _class_name(self.producer), source=records[i])
+                except ConnectError as e:
+                    self._produce_error = e
+                    return
+            self.submitted.ack(entry)  # every failed row was tolerated (dead-lettered)
+        return on_delivery
+
+    def _send_records(self, records: Sequence[SourceRecord]) -> None:
         op = self.operator
         transforms = self.transforms
         kc, vc = self.key_converter, self.value_converter
@@ -524,7 +633,6 @@ class WorkerSourceTask(WorkerTask):
             # (a DLQ write later in this batch sends these first: see dlq_headers)
             self._unsent.append((ProducerRecord(topic, value, key, tr.kafka_partition,
                                                 headers, tr.timestamp), entry, rec))
-        self._send_unsent()
 
     def _send_unsent(self) -> None:
         """Converted records are sent together after the batch, or before a DLQ write."""
@@ -607,6 +715,45 @@ class WorkerSourceTask(WorkerTask):
 
 def _raise(err: BaseException) -> Any:
     raise err
+
+
+def _partition_runs(batch: Sequence[LogRecord]) -> list[list[LogRecord]]:
+    """The records of each topic partition, in their order (a poll may interleave them)."""
+    runs: dict[tuple[str, int], list[LogRecord]] = {}
+    for r in batch:
+        key = (r.topic, r.partition)
+        run = runs.get(key)
+        if run is None:
+            run = runs[key] = []
+        run.append(r)
+    return list(runs.values())
+
+
+def _offset_json(offsets: Mapping[str, Sequence[Any]], n: int) -> Any:
+    """Each row's source offset as compact JSON (what json.dumps writes): a pyarrow string
+    array of n rows."""
+    import pyarrow as pa
+
+    keys = list(offsets)
+    if keys and all(type(x) is int for col in offsets.values() for x in (col[0], col[-1])):
+        import pyarrow.compute as pc
+
+        cols = []
+        for k in keys:
+            arr = pa.array(offsets[k])
+            if not pa.types.is_integer(arr.type):  # not ints after all: the general way
+                break
+            cols.append(pc.cast(arr, pa.string()))
+        else:
+            parts: list[Any] = []
+            for i, (k, col) in enumerate(zip(keys, cols, strict=True)):
+                parts.append(("{" if i == 0 else ",") + json.dumps(k) + ":")
+                parts.append(col)
+            parts.append("}")
+            return pc.binary_join_element_wise(*parts, "")
+    return pa.array([json.dumps(dict(zip(keys, row, strict=True)), separators=(",", ":"))
+                     for row in zip(*offsets.values(), strict=True)] if keys else ["{}"] * n,
+                    pa.string())
 
 
 def _header_bytes(v: Any) -> bytes | None:
@@ -724,6 +871,7 @@ class WorkerSinkTask(WorkerTask):
         self.originals: dict[tuple[str, int, int], LogRecord] = {}
         self._subscribed: set[str] = set()
         self.records_put = 0
+        self._columnar_ok: bool | None = None
 
     def initialize_and_start(self) -> None:
         self.task.initialize(_SinkTaskContext(self))
@@ -828,23 +976,75 @@ class WorkerSinkTask(WorkerTask):
         return LogRecord(topic, partition, offset, record.timestamp or 0, key, value, headers)
 
     def _deliver(self, batch: list[LogRecord]) -> None:
-        records: list[SinkRecord] = []
         track_originals = self.errant_reporter is not None
         if track_originals:
-            self.originals = {}
+            self.originals = {(r.topic, r.partition, r.offset): r for r in batch}
+        records: list[SinkRecord] = []
+        columns: list[SinkBatch] = []
+        if self._columnar():
+            for run in _partition_runs(batch):
+                decoded = self._decode_columns(run)
+                if decoded is not None:
+                    columns.append(decoded)
+                else:
+                    records.extend(self._convert_all(run))
+        else:
+            records = self._convert_all(batch)
+        pending = collections.deque(columns)
+
+        def put_columns() -> None:  # a retry resumes at the batch that failed
+            while pending:
+                self.task.put_batch(pending[0])
+                pending.popleft()
+
+        if columns and not self._put(put_columns, sum(map(len, columns))):
+            return  # stopped before the sink took the batch: its offsets stay uncommitted
+        if records and not self._put(lambda: self.task.put(records), len(records)):
+            return
+        for rec in batch:
+            self.current[TopicPartition(rec.topic, rec.partition)] = rec.offset + 1
+        self.records_put += len(records) + sum(map(len, columns))
+
+    def _convert_all(self, batch: Sequence[LogRecord]) -> list[SinkRecord]:
+        out = []
         for rec in batch:
             sr = self._convert(rec)
             if sr is not None and sr is not FAILED:
-                records.append(sr)
-                if track_originals:
-                    self.originals[(rec.topic, rec.partition, rec.offset)] = rec
-        if records and not self._put(records):
-            return  # stopped before the sink took the batch: its offsets stay uncommitted
-        for rec in batch:
-            self.current[TopicPartition(rec.topic, rec.partition)] = rec.offset + 1
-        self.records_put += len(records)
+                out.append(sr)
+        return out
 
-    def _put(self, records: list[SinkRecord]) -> bool:
+    def _columnar(self) -> bool:
+        """Whether records may reach the task as columns: it takes them (`put_batch`) and
+        nothing needs them one by one (no transforms)."""
+        ok = self._columnar_ok
+        if ok is None:
+            chain = self.transforms
+            ok = self._columnar_ok = (
+                (isinstance(chain, _NoTransforms) or len(getattr(chain, "stages", (0,))) == 0)
+                and type(self.task).put_batch is not SinkTask.put_batch)
+        return ok
+
+    def _decode_columns(self, run: Sequence[LogRecord]) -> SinkBatch | None:
+        """Keyless records of one partition decoded as one column, or None (then they go
+        record by record, where a bad one gets its precise error and tolerance)."""
+        first = run[0]
+        topic = first.topic
+        if any(r.key is not None for r in run):
+            return None
+        try:
+            key = self.key_converter.to_connect_data(topic, None)
+            if key.schema is not None or key.value is not None:
+                return None
+            decoded = self.value_converter.to_arrow(topic, [r.value for r in run])
+        except Exception:
+            return None
+        if decoded is None or len(decoded[1]) != len(run):
+            return None
+        schema, values = decoded
+        return SinkBatch(topic, first.partition, [r.offset for r in run],
+                         [r.timestamp for r in run], [r.headers for r in run], schema, values)
+
+    def _put(self, put: Callable[[], Any], count: int) -> bool:
         """Retriable put failures redeliver the same batch with backoff (as Kafka Connect).
 
         Returns False when the task is asked to stop while it waits to retry: the batch is
@@ -854,7 +1054,7 @@ class WorkerSinkTask(WorkerTask):
         while True:
             attempt += 1
             try:
-                self.task.put(records)
+                put()
                 return True
             except RetriableError as e:
                 delay = self.retry_timeout_ms / 1000 if self.retry_timeout_ms else \
@@ -862,7 +1062,7 @@ class WorkerSinkTask(WorkerTask):
                 log.warning("Retriable put failure in %s (attempt %d): %s", self.id, attempt, e)
                 if self.wait_unless_stopping(min(delay, 10.0)):
                     log.info("Task %s stopping; %d undelivered record(s) will be redelivered",
-                             self.id, len(records))
+                             self.id, count)
                     return False
             except Exception as e:
                 raise ConnectError(f"Exiting WorkerSinkTask due to unrecoverable exception: {e}") from e

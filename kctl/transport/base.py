@@ -50,6 +50,19 @@ RebalanceCallback = Callable[[list[TopicPartition]], None]
 
 
 @dataclass(frozen=True)
+class BatchDelivery:
+    """How a `send_batch` ended, reported once when every row is settled."""
+
+    errors: Mapping[int, BaseException]
+    """Row index -> why that row was not written (empty when all were)."""
+    ends: Mapping[tuple[str, int], int]
+    """(topic, partition) -> the offset after the last row written there."""
+
+
+BatchCallback = Callable[[BatchDelivery], None]
+
+
+@dataclass(frozen=True)
 class TopicSpec:
     name: str
     partitions: int = 1
@@ -66,6 +79,39 @@ class Producer(ABC):
                   on_delivery: DeliveryCallback | None = None) -> None:
         for r in records:
             self.send(r, on_delivery)
+
+    def send_batch(self, topic: str, values: Sequence[bytes | None], on_delivery: BatchCallback,
+                   *, headers: Sequence[HeaderList] | None = None) -> None:
+        """Queue keyless rows for one topic in order, with one callback for all of them.
+
+        The columnar path of a source task: no ProducerRecord or callback per row. This
+        default sends row by row; a transport that can append a batch at once overrides it.
+        """
+        n = len(values)
+        if n == 0:
+            on_delivery(BatchDelivery({}, {}))
+            return
+        errors: dict[int, BaseException] = {}
+        ends: dict[tuple[str, int], int] = {}
+        left = [n]
+
+        def settled(i: int, md: RecordMetadata | None, err: BaseException | None) -> None:
+            if err is not None:
+                errors[i] = err
+            elif md is not None:
+                key = (md.topic, md.partition)
+                if ends.get(key, -1) < md.offset + 1:
+                    ends[key] = md.offset + 1
+            left[0] -= 1
+            if left[0] == 0:
+                on_delivery(BatchDelivery(errors, ends))
+
+        for i, v in enumerate(values):
+            record = ProducerRecord(topic, v, None, None, headers[i] if headers else ())
+            try:
+                self.send(record, lambda md, err, i=i: settled(i, md, err))
+            except Exception as e:  # refused before it was queued: that row failed
+                settled(i, None, e)
 
     @abstractmethod
     def poll(self, timeout: float = 0.0) -> int:

@@ -58,6 +58,8 @@ from kctl.group.consumer_coordinator import (
 from kctl.group.protocol import JoinMember, select_protocol
 from kctl.transport.base import (
     Admin,
+    BatchCallback,
+    BatchDelivery,
     Consumer,
     DeliveryCallback,
     HeaderList,
@@ -135,6 +137,13 @@ def partition_for_key(key: bytes, partitions: int) -> int:
 
 def _encode(offset: int, timestamp: int, key: bytes | None, value: bytes | None,
             headers: HeaderList) -> bytes:
+    if len(headers) == 1 and key is None and value is not None and headers[0][1] is not None:
+        # one header, no key: what an exactly-once source writes; the hot path
+        hk, hv = headers[0]
+        kb = hk.encode()
+        body = b"".join((_BODY.pack(offset, timestamp, -1, len(value), 1), value,
+                         _HK.pack(len(kb)), kb, _HV.pack(len(hv)), hv))
+        return _PRE.pack(len(body), zlib.crc32(body)) + body
     if not headers:
         body = _BODY.pack(offset, timestamp, -1 if key is None else len(key),
                           -1 if value is None else len(value), 0) + (key or b"") + (value or b"")
@@ -670,6 +679,31 @@ class EmbeddedProducer(Producer):
             batch = [*self._buffer, *((r, on_delivery) for r in records)]
             self._buffer = []
             self._write(batch)
+
+    def send_batch(self, topic: str, values: Sequence[bytes | None], on_delivery: BatchCallback,
+                   *, headers: Sequence[HeaderList] | None = None) -> None:
+        """One append for the whole batch: keyless rows take one (sticky) partition."""
+        if self._closed:
+            raise TransportError("producer is closed")
+        with self._lock:
+            if self._buffer:  # what was sent before goes first
+                batch, self._buffer = self._buffer, []
+                self._write(batch)
+            n = len(values)
+            try:
+                count = self._t.partition_count(topic, create=True)
+                p = self._sticky.get(topic)
+                if p is None or p >= count:
+                    p = self._t.next_sticky(topic, count)
+                self._sticky[topic] = (p + 1) % count
+                now = self._t.now_ms()
+                hs = headers if headers is not None else ((),) * n
+                base = self._t.append(topic, p, list(zip(itertools.repeat(now, n),
+                                                         itertools.repeat(None, n), values, hs, strict=True)))
+                result = BatchDelivery({}, {(topic, p): base + n})
+            except Exception as e:
+                result = BatchDelivery(dict.fromkeys(range(n), e), {})
+            self._done.append((lambda md, err: on_delivery(result), None, None))
 
     def _write_buffered(self) -> None:
         with self._lock:

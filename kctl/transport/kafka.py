@@ -7,6 +7,7 @@ User settings pass through (`producer.*`, `consumer.*`, `*.override.*`) on top o
 
 from __future__ import annotations
 
+import functools
 import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,8 +30,11 @@ from kctl.api.records import RecordMetadata, TopicPartition
 from kctl.errors import ConfigError, TransportError
 from kctl.transport.base import (
     Admin,
+    BatchCallback,
+    BatchDelivery,
     Consumer,
     DeliveryCallback,
+    HeaderList,
     LogRecord,
     Producer,
     ProducerRecord,
@@ -99,9 +103,58 @@ def _tp(ktp: KTP) -> TopicPartition:
     return TopicPartition(ktp.topic, ktp.partition)
 
 
+class _BatchState:
+    """The rows of one send_batch still in flight; reports once all are settled."""
+
+    __slots__ = ("ends", "errors", "left", "on_delivery")
+
+    def __init__(self, n: int, on_delivery: BatchCallback):
+        self.left = n
+        self.errors: dict[int, BaseException] = {}
+        self.ends: dict[tuple[str, int], int] = {}
+        self.on_delivery = on_delivery
+
+    def settle(self, i: int, err: KafkaError | BaseException | None, msg: Any) -> None:
+        if err is not None:
+            self.errors[i] = err if isinstance(err, BaseException) else \
+                TransportError(f"produce to {msg.topic()} failed: {err.str()}")
+        else:
+            key = (msg.topic(), msg.partition())
+            end = msg.offset() + 1
+            if self.ends.get(key, -1) < end:
+                self.ends[key] = end
+        self.left -= 1
+        if self.left == 0:
+            self.on_delivery(BatchDelivery(self.errors, self.ends))
+
+
 class KafkaProducer(Producer):
     def __init__(self, conf: Mapping[str, Any]):
         self._p = KProducer(conf)
+
+    def send_batch(self, topic: str, values: Sequence[bytes | None], on_delivery: BatchCallback,
+                   *, headers: Sequence[HeaderList] | None = None) -> None:
+        """librdkafka batches by itself: produce row by row with one light callback each."""
+        n = len(values)
+        if n == 0:
+            on_delivery(BatchDelivery({}, {}))
+            return
+        state = _BatchState(n, on_delivery)
+        settle, produce = state.settle, self._p.produce
+        for i, v in enumerate(values):
+            cb = functools.partial(settle, i)
+            while True:
+                try:
+                    if headers:
+                        produce(topic, v, on_delivery=cb, headers=list(headers[i]))
+                    else:
+                        produce(topic, v, on_delivery=cb)
+                    break
+                except BufferError:  # local queue full: serve callbacks, then try again
+                    self._p.poll(0.1)
+                except KafkaException as e:
+                    settle(i, TransportError(f"produce to {topic} failed: {e}"), None)
+                    break
 
     def send(self, record: ProducerRecord, on_delivery: DeliveryCallback | None = None) -> None:
         def cb(err: KafkaError | None, msg: Any) -> None:

@@ -6,8 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kctl.api import SourceRecord, TopicPartition, partition_key
+from kctl.api import SourceBatch, SourceRecord, TopicPartition, partition_key
 from kctl.runtime.spark import SparkEngine
+
+
+def expand(items: Sequence[SourceRecord | SourceBatch] | None) -> list[SourceRecord]:
+    """What a poll() means record by record (SourceBatch columns taken apart)."""
+    out: list[SourceRecord] = []
+    for item in items or ():
+        out.extend(item.records() if isinstance(item, SourceBatch) else [item])
+    return out
 
 
 class OffsetStore:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from file_support import ConnectorContext, FakeClock, OffsetStore, SourceContext
+from file_support import ConnectorContext, FakeClock, OffsetStore, SourceContext, expand
 
 from kctl.api import DataError, SourceRecord, Struct, Type, partition_key
 from kctl.connectors.file import FileSourceConnector, FileSourceTask
@@ -27,11 +27,16 @@ def start_task(engine, store: OffsetStore, **props: str) -> FileSourceTask:
     return task
 
 
+def poll(task: FileSourceTask) -> list[SourceRecord]:
+    """One poll, with columnar batches taken apart into the records they stand for."""
+    return expand(task.poll())
+
+
 def drain(task: FileSourceTask, store: OffsetStore | None = None) -> list[SourceRecord]:
     """Poll until a poll comes back empty; ack everything like the runtime would."""
     out: list[SourceRecord] = []
     while True:
-        batch = task.poll()
+        batch = poll(task)
         if not batch:
             return out
         if store is not None:
@@ -71,7 +76,7 @@ def test_restart_resumes_exactly_after_the_last_committed_line(engine, tmp_path)
     store = OffsetStore()
     first = start_task(engine, store, path=str(tmp_path / "*.txt"), format="text",
                        **{"batch.max.rows": "7"})
-    got = first.poll()
+    got = poll(first)
     assert len(got) == 7
     store.ack(got[:5])  # only five were acknowledged before the "crash"
     first.stop()
@@ -107,7 +112,7 @@ def test_batch_max_rows_bounds_every_poll(engine, tmp_path):
     task = start_task(engine, OffsetStore(), path=str(tmp_path), format="text",
                       **{"batch.max.rows": "4"})
     seen = []
-    while batch := task.poll():
+    while batch := poll(task):
         assert len(batch) <= 4
         seen.extend(values(batch))
     assert sorted(seen) == sorted(f"{n}-{i}" for n in range(3) for i in range(10))
@@ -168,11 +173,11 @@ def test_a_malformed_json_line_fails_the_task_naming_file_and_line(engine, tmp_p
     f = write(tmp_path / "bad.json", '{"id": 1}\n{"id": 2}\n{"id": oops\n{"id": 4}\n')
     store = OffsetStore()
     task = start_task(engine, store, path=str(tmp_path), format="json", schema="id INT")
-    good = task.poll()
+    good = poll(task)
     assert values(good) == [{"id": 1}, {"id": 2}]  # what precedes the bad line still flows
     store.ack(good)
     with pytest.raises(DataError) as e:
-        task.poll()
+        poll(task)
     assert str(f) in str(e.value) and "line 3" in str(e.value)
     bad = e.value.malformed[0]
     assert (bad.filename, bad.line, bad.text) == (str(f), 3, '{"id": oops')
@@ -209,7 +214,7 @@ def test_with_an_errant_reporter_bad_lines_are_reported_in_file_order(engine, tm
     seen: list = []  # what the runtime sees, in order
     while True:
         before = len(reporter.reports)
-        batch = task.poll()
+        batch = poll(task)
         seen.extend(("bad", r.value, r.source_offset["line"]) for r, _ in reporter.reports[before:])
         seen.extend(("ok", v, r.source_offset["line"]) for r, v in zip(batch, values(batch), strict=True))
         if not batch and len(reporter.reports) == before:
@@ -256,9 +261,9 @@ def test_a_malformed_csv_line_fails_with_file_and_line(engine, tmp_path):
     f = write(tmp_path / "a.csv", "id,name\n1,a\nnot-a-number,b\n")
     task = start_task(engine, OffsetStore(), path=str(f), format="csv",
                       schema="id INT, name STRING")
-    assert values(task.poll()) == [{"id": 1, "name": "a"}]
+    assert values(poll(task)) == [{"id": 1, "name": "a"}]
     with pytest.raises(DataError, match=rf"line 3 in {f}"):
-        task.poll()
+        poll(task)
 
 
 # --- parquet ------------------------------------------------------------------------------
@@ -272,7 +277,7 @@ def test_parquet_files_are_read_whole_and_resume_by_row(engine, tmp_path):
     store = OffsetStore()
     task = start_task(engine, store, path=str(tmp_path), format="parquet",
                       **{"batch.max.rows": "4"})
-    first = task.poll()
+    first = poll(task)
     assert [v["id"] for v in values(first)] == [0, 1, 2, 3]
     store.ack(first)
     task.stop()
@@ -344,10 +349,10 @@ def test_scan_uses_the_injected_clock(engine, tmp_path):
     task = FileSourceTask(clock=clock)
     task.initialize(SourceContext(engine, OffsetStore(), props))
     task.start(props)
-    assert values(task.poll()) == ["a"]
+    assert values(poll(task)) == ["a"]
     write(tmp_path / "2.txt", "b\n")
     task.stop()  # makes empty polls return at once
-    assert not task.poll()
+    assert not poll(task)
     clock.advance(61)
-    assert values(task.poll()) == ["b"]
+    assert values(poll(task)) == ["b"]
     assert partition_key({"filename": str(tmp_path / "2.txt")})

@@ -11,9 +11,11 @@ from kctl.api import (
     ConfigDef,
     ConfigType,
     RetriableError,
+    SinkBatch,
     SinkConnector,
     SinkRecord,
     SinkTask,
+    SourceBatch,
     SourceConnector,
     SourceRecord,
     SourceTask,
@@ -121,3 +123,93 @@ class CollectingSinkTask(SinkTask):
 
     def stop(self) -> None:
         pass
+
+
+# -- columnar batches ------------------------------------------------------------------------
+
+COLUMN_NAMES = ["plain", 'quote "q"', "back\\slash", "tab\there", "line\nbreak", "ünïcødé ✓",
+                "emoji 🦆", "", "\x00nul", "slash/ok"]
+
+
+def column_row(i: int) -> dict:
+    """Row i of the columnar test data: every kind of string JSON must escape, and nulls."""
+    return {"id": i, "name": COLUMN_NAMES[i % len(COLUMN_NAMES)],
+            "score": None if i % 7 == 0 else i / 4, "ok": i % 3 == 0,
+            "inner": None if i % 11 == 0 else {"n": -i, "tag": f"t{i % 5}"}}
+
+
+class ColumnSourceConnector(SourceConnector):
+    """Emits `count` rows of `column_row` per task, as SourceBatch columns (`columnar`
+    true) or as the SourceRecords those batches stand for (false)."""
+
+    def config(self) -> ConfigDef:
+        return (ConfigDef()
+                .define("topic", ConfigType.STRING, doc="Target topic")
+                .define("count", ConfigType.INT, 1000, doc="Rows per task")
+                .define("per.poll", ConfigType.INT, 250, doc="Rows per poll")
+                .define("columnar", ConfigType.BOOLEAN, True, doc="Return SourceBatch columns"))
+
+    def start(self, props: Mapping[str, str]) -> None:
+        self.props = dict(props)
+
+    def task_class(self):
+        return ColumnSourceTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [{**self.props, "task.index": str(i)} for i in range(max_tasks)]
+
+    def stop(self) -> None:
+        pass
+
+
+class ColumnSourceTask(SourceTask):
+    def start(self, props: Mapping[str, str]) -> None:
+        import pyarrow as pa
+
+        from kctl.api.arrow import arrow_type_to_connect
+
+        self.topic = props["topic"]
+        self.count = int(props.get("count", 1000))
+        self.per_poll = int(props.get("per.poll", 250))
+        self.columnar = props.get("columnar", "true").lower() == "true"
+        self.partition = {"task": int(props["task.index"])}
+        self.type = pa.struct([("id", pa.int64()), ("name", pa.string()),
+                               ("score", pa.float64()), ("ok", pa.bool_()),
+                               ("inner", pa.struct([("n", pa.int32()), ("tag", pa.string())]))])
+        self.schema = arrow_type_to_connect(self.type, optional=False)
+        stored = self.context.offset_storage_reader.offset(self.partition)
+        self.next = stored["i"] + 1 if stored else 0
+
+    def poll(self) -> list[SourceRecord | SourceBatch] | None:
+        import pyarrow as pa
+
+        if self.next >= self.count:
+            time.sleep(0.02)
+            return None
+        ids = range(self.next, min(self.next + self.per_poll, self.count))
+        self.next = ids[-1] + 1
+        batch = SourceBatch(self.topic, self.partition, self.schema,
+                            pa.array([column_row(i) for i in ids], self.type),
+                            {"i": list(ids), "half": [i // 2 for i in ids]})
+        return [batch] if self.columnar else batch.records()
+
+    def stop(self) -> None:
+        pass
+
+
+class ColumnSinkConnector(CollectingSinkConnector):
+    def task_class(self):
+        return ColumnSinkTask
+
+
+class ColumnSinkTask(CollectingSinkTask):
+    """Takes columns (put_batch); SINK_PUT_CALLS counts puts of either kind, and
+    SINK_BATCHES how many records came as columns."""
+
+    def put_batch(self, batch: SinkBatch) -> None:
+        with _lock:
+            SINK_BATCHES[self.name] += len(batch)
+        self.put(batch.records())
+
+
+SINK_BATCHES: dict[str, int] = defaultdict(int)

@@ -11,6 +11,7 @@ so a crash at any point neither loses nor duplicates a record in committed outpu
 from __future__ import annotations
 
 import base64
+import bisect
 import datetime as _dt
 import decimal
 import json
@@ -34,12 +35,15 @@ from kctl.api import (
     NonEmptyString,
     OffsetAndMetadata,
     Range,
+    Schema,
+    SinkBatch,
     SinkConnector,
     SinkRecord,
     SinkTask,
     Struct,
     Task,
     TopicPartition,
+    Type,
     ValidString,
 )
 from kctl.api.arrow import structs_to_table
@@ -124,8 +128,19 @@ class FileSinkConnector(SinkConnector):
 
 @dataclass
 class _Buffer:
-    records: list[SinkRecord] = field(default_factory=list)
+    """A partition's records not yet in a file: SinkRecords and columnar batches, in order."""
+
+    parts: list[SinkRecord | SinkBatch] = field(default_factory=list)
+    count: int = 0
     since: float = 0.0
+
+
+@dataclass
+class _Columns:
+    """Buffered batches of one schema, written as one table."""
+
+    schema: Schema
+    batches: list[SinkBatch]
 
 
 def _json_default(v: Any) -> Any:
@@ -226,9 +241,30 @@ class FileSinkTask(SinkTask):
             buf = self._buffers.get(tp)
             if buf is None:
                 buf = self._buffers[tp] = _Buffer(since=now)
-            buf.records.append(r)
-            if len(buf.records) >= self.flush_size:
+            buf.parts.append(r)
+            buf.count += 1
+            if buf.count >= self.flush_size:
                 self._write(tp)
+        self._rotate_due()
+
+    def put_batch(self, batch: SinkBatch) -> None:
+        """The same as `put(batch.records())`, written from the column without a SinkRecord
+        per record; files still hold exactly flush.size records."""
+        tp = batch.topic_partition
+        committed = self._committed_end.get(tp, -1)
+        if batch.offsets[0] <= committed:  # already in a committed file
+            batch = batch.slice(bisect.bisect_right(batch.offsets, committed))
+        now = self._clock()
+        while len(batch):
+            buf = self._buffers.get(tp)
+            if buf is None:
+                buf = self._buffers[tp] = _Buffer(since=now)
+            piece = batch.slice(0, self.flush_size - buf.count)
+            buf.parts.append(piece)
+            buf.count += len(piece)
+            if buf.count >= self.flush_size:
+                self._write(tp)
+            batch = batch.slice(len(piece))
         self._rotate_due()
 
     def _rotate_due(self) -> None:
@@ -236,7 +272,7 @@ class FileSinkTask(SinkTask):
             return
         now = self._clock()
         for tp, buf in list(self._buffers.items()):
-            if buf.records and now - buf.since >= self.rotate_s:
+            if buf.count and now - buf.since >= self.rotate_s:
                 self._write(tp)
 
     def flush(self, current_offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
@@ -257,10 +293,37 @@ class FileSinkTask(SinkTask):
 
     def _write(self, tp: TopicPartition) -> None:
         buf = self._buffers.pop(tp, None)
-        if buf is None or not buf.records:
+        if buf is None or not buf.count:
             return
-        for run in self._runs(buf.records):
-            self._write_file(tp, run)
+        for run in self._columnar_runs(buf.parts):
+            if isinstance(run, _Columns):
+                table = pa.concat_tables(pa.Table.from_struct_array(b.values)
+                                         for b in run.batches)
+                self._write_table(tp, run.batches[0].offsets[0], run.batches[-1].offsets[-1],
+                                  table, self.format)
+            else:
+                for records in self._runs(run):
+                    self._write_file(tp, records)
+
+    def _columnar_runs(self, parts: list[SinkRecord | SinkBatch]) -> list[_Columns | list[SinkRecord]]:
+        """Consecutive batches of one struct schema stay columns; the rest become records
+        (text files, and batches next to records, go the per-record way)."""
+        out: list[_Columns | list[SinkRecord]] = []
+        for part in parts:
+            last = out[-1] if out else None
+            if isinstance(part, SinkBatch) and self.format != "text" and \
+                    part.value_schema.type is Type.STRUCT:
+                if isinstance(last, _Columns) and last.schema == part.value_schema:
+                    last.batches.append(part)
+                else:
+                    out.append(_Columns(part.value_schema, [part]))
+                continue
+            records = part.records() if isinstance(part, SinkBatch) else [part]
+            if isinstance(last, list):
+                last.extend(records)
+            else:
+                out.append(records)
+        return out
 
     def _runs(self, records: list[SinkRecord]) -> list[list[SinkRecord]]:
         """Split into consecutive runs of one kind: a file has a single schema."""
@@ -303,12 +366,16 @@ class FileSinkTask(SinkTask):
         return structs_to_table(values, kind, nullable=None in values), self.format
 
     def _write_file(self, tp: TopicPartition, records: list[SinkRecord]) -> None:
-        start, end = records[0].kafka_offset, records[-1].kafka_offset
+        table, spark_format = self._table(records)
+        self._write_table(tp, records[0].kafka_offset, records[-1].kafka_offset, table,
+                          spark_format)
+
+    def _write_table(self, tp: TopicPartition, start: int, end: int, table: pa.Table,
+                     spark_format: str) -> None:
         d = partition_dir(self.root, tp)
         os.makedirs(d, exist_ok=True)
         final = os.path.join(d, f"{tp.topic}+{tp.partition}+{start}+{end}.{self.ext}")
         tmp = os.path.join(d, f"{TMP_PREFIX}{uuid.uuid4().hex}")
-        table, spark_format = self._table(records)
         try:
             writer = self._spark().createDataFrame(table).coalesce(1).write.mode("overwrite")
             if spark_format == "csv":
@@ -330,7 +397,7 @@ class FileSinkTask(SinkTask):
             shutil.rmtree(tmp, ignore_errors=True)
         self._committed_end[tp] = max(end, self._committed_end.get(tp, -1))
         self.files_written.append(final)
-        log.debug("Wrote %d records to %s", len(records), final)
+        log.debug("Wrote %d records to %s", table.num_rows, final)
 
     def _spark(self) -> SparkSession:
         return self.context.spark()

@@ -9,6 +9,7 @@ appended lines are read without re-reading the file. Parquet files are read whol
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
 import os
 import threading
@@ -29,6 +30,7 @@ from kctl.api import (
     NonEmptyString,
     Range,
     Schema,
+    SourceBatch,
     SourceConnector,
     SourceRecord,
     SourceTask,
@@ -36,7 +38,7 @@ from kctl.api import (
     ValidString,
     partition_key,
 )
-from kctl.api.arrow import arrow_schema_to_connect, table_to_structs
+from kctl.api.arrow import arrow_schema_to_connect
 from kctl.api.data import STRING_SCHEMA
 from kctl.connectors.file._common import (
     SingleChar,
@@ -158,14 +160,24 @@ class _FileState:
     header: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
-    """A complete line read from a file, and where the file continues after it."""
+@dataclass(slots=True)
+class _Chunk:
+    """Complete lines of one file read in one go, as columns: each line's text, its
+    number, and the byte position where the file continues after it."""
 
     state: _FileState
-    text: str
-    line: int
-    end: int
+    texts: pa.Array
+    lines: list[int]
+    ends: list[int]
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def keep(self, mask: pa.Array) -> None:
+        self.texts = self.texts.filter(mask)
+        flags = mask.to_pylist()
+        self.lines = [x for x, k in zip(self.lines, flags, strict=True) if k]
+        self.ends = [x for x, k in zip(self.ends, flags, strict=True) if k]
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,11 +209,11 @@ class FileSourceTask(SourceTask):
         self._schema_given = False
         self._csv_header_line: str | None = None
         self._connect_schemas: dict[pa.Schema, Schema] = {}
-        self._items: collections.deque[SourceRecord | MalformedLine] = collections.deque()
+        self._items: collections.deque[SourceBatch | MalformedLine] = collections.deque()
         self._parquet: dict[str, pa.Table] = {}
         self._parquet_failures: dict[str, int] = {}
         self._pool: ThreadPoolExecutor | None = None
-        self._ahead: Future[list[SourceRecord | MalformedLine]] | None = None
+        self._ahead: Future[list[SourceBatch | MalformedLine]] | None = None
 
     # lifecycle
 
@@ -252,7 +264,7 @@ class FileSourceTask(SourceTask):
 
     # polling
 
-    def poll(self) -> list[SourceRecord] | None:
+    def poll(self) -> list[SourceBatch] | None:
         """Return the next records, parsed ahead while the runtime was busy with the last.
 
         Spark parses in the JVM, so reading the next batch in a helper thread overlaps
@@ -273,7 +285,7 @@ class FileSourceTask(SourceTask):
         items = self._items
         while items and isinstance(items[0], MalformedLine):
             self._report(items.popleft())
-        out: list[SourceRecord] = []
+        out: list[SourceBatch] = []
         while items and not isinstance(items[0], MalformedLine):
             out.append(items.popleft())  # type: ignore[arg-type]
         return out
@@ -283,7 +295,7 @@ class FileSourceTask(SourceTask):
             self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"file-source-{self.index}")
         return self._pool
 
-    def _next_batch(self) -> list[SourceRecord | MalformedLine]:
+    def _next_batch(self) -> list[SourceBatch | MalformedLine]:
         if self._clock() >= self._next_scan:
             self._scan()
         return self._poll_parquet() if self.format == "parquet" else self._poll_lines()
@@ -296,87 +308,94 @@ class FileSourceTask(SourceTask):
         self._round = (self._round + 1) % len(files)
         return files[self._round:] + files[:self._round]
 
-    def _read_lines(self, st: _FileState, budget: int) -> list[Line]:
+    def _read_chunk(self, st: _FileState, budget: int) -> _Chunk | None:
         """Up to `budget` complete lines after st.position; a trailing partial line waits."""
         try:
             size = os.path.getsize(st.path)
         except OSError:
-            return []
+            return None
         if size < st.position:
             log.warning("%s shrank below its stored position %d; waiting for it to grow back",
                         st.path, st.position)
-            return []
+            return None
         if size == st.position:
-            return []
-        out: list[Line] = []
+            return None
+        raw: list[bytes] = []
+        crlf = False
         with open(st.path, "rb") as fh:
             fh.seek(st.position)
-            pos, line = st.position, st.line
-            buf = b""
-            while len(out) < budget:
-                chunk = fh.read(_READ_CHUNK)
-                if not chunk:
+            tail = b""
+            while len(raw) < budget:
+                data = fh.read(_READ_CHUNK)
+                if not data:
                     break
-                buf += chunk
-                start = 0
-                while len(out) < budget:
-                    nl = buf.find(b"\n", start)
-                    if nl < 0:
-                        break
-                    raw = buf[start:nl]
-                    if raw.endswith(b"\r"):
-                        raw = raw[:-1]
-                    pos += nl + 1 - start
-                    line += 1
-                    start = nl + 1
-                    out.append(Line(st, raw.decode("utf-8", errors="replace"), line, pos))
-                buf = buf[start:]
-        if out:
-            st.position, st.line = out[-1].end, out[-1].line
-        return out
+                crlf = crlf or b"\r" in data
+                parts = (tail + data).split(b"\n")
+                tail = parts.pop()  # no newline yet: not a complete line
+                raw.extend(parts[:budget - len(raw)])
+        if not raw:
+            return None
+        ends = list(itertools.accumulate((len(r) + 1 for r in raw), initial=st.position))[1:]
+        if crlf:
+            raw = [r[:-1] if r.endswith(b"\r") else r for r in raw]
+        try:
+            texts = pa.array(raw, pa.binary()).cast(pa.string())
+        except pa.ArrowInvalid:  # not UTF-8 throughout: decode line by line, replacing
+            texts = pa.array([r.decode("utf-8", errors="replace") for r in raw], pa.string())
+        first = st.line + 1
+        st.position, st.line = ends[-1], st.line + len(raw)
+        return _Chunk(st, texts, list(range(first, first + len(raw))), ends)
 
-    def _poll_lines(self) -> list[SourceRecord | MalformedLine]:
-        lines: list[Line] = []
+    def _poll_lines(self) -> list[SourceBatch | MalformedLine]:
+        chunks: list[_Chunk] = []
+        total = 0
         for st in self._ordered_files():
-            if len(lines) >= self.batch_max:
+            if total >= self.batch_max:
                 break
-            lines.extend(self._read_lines(st, self.batch_max - len(lines)))
-        if not lines:
+            chunk = self._read_chunk(st, self.batch_max - total)
+            if chunk is not None:
+                chunks.append(chunk)
+                total += len(chunk)
+        if not chunks:
             return []
         if self.format == "text":
-            return [self._record(ln.state, STRING_SCHEMA, ln.text, ln.line, ln.end) for ln in lines]
-        if self.format == "csv" and self.csv_header:
-            for ln in lines:
-                if ln.line == 1:
-                    ln.state.header = ln.text
-            lines = [ln for ln in lines if ln.line != 1]
-        lines = [ln for ln in lines if ln.text.strip()]  # blank lines carry no record
-        if not lines:
+            return [self._batch(c.state, STRING_SCHEMA, c.texts, c.lines, c.ends)
+                    for c in chunks]
+        for c in chunks:
+            if self.format == "csv" and self.csv_header and c.lines[0] == 1:
+                c.state.header = c.texts[0].as_py()
+                c.keep(pa.array([False] + [True] * (len(c) - 1)))
+            blank = pc.equal(pc.utf8_trim_whitespace(c.texts), "")
+            if pc.any(blank).as_py():  # blank lines carry no record
+                c.keep(pc.invert(blank))
+        chunks = [c for c in chunks if len(c)]
+        if not chunks:
             return []
-        return self._parse(lines)
+        return self._parse(chunks)
 
-    def _record(self, st: _FileState, schema: Schema | None, value: Any, line: int,
-                end: int) -> SourceRecord:
-        return SourceRecord(self.topic, None, None, None, schema, value,
-                            source_partition=st.partition,
-                            source_offset={"position": end, "line": line})
+    def _batch(self, st: _FileState, schema: Schema, values: pa.Array, lines: list[int],
+               ends: list[int]) -> SourceBatch:
+        return SourceBatch(self.topic, st.partition, schema, values,
+                           {"position": ends, "line": lines})
 
     # Spark parsing
 
     def _spark(self) -> SparkSession:
         return self.context.spark()
 
-    def _parse(self, lines: list[Line]) -> list[SourceRecord | MalformedLine]:
+    def _parse(self, chunks: list[_Chunk]) -> list[SourceBatch | MalformedLine]:
         spark = self._spark()
-        ddl = self._schema_ddl or self._infer(spark, lines)
+        texts = pa.concat_arrays([c.texts for c in chunks])
+        states = [c.state for c in chunks]
+        ddl = self._schema_ddl or self._infer(spark, chunks)
         if self.format == "csv" and self.csv_header and not self._schema_given:
-            self._check_headers(lines)
-        result, widen = self._parse_with(spark, lines, ddl)
-        if widen:  # json fields the schema does not know yet: widen it, never drop them
-            ddl = self._widen(spark, [ln for ln, w in zip(lines, widen, strict=True) if w])
-            result, _ = self._parse_with(spark, lines, ddl)
+            self._check_headers(states)
+        result, widen = self._parse_with(spark, texts, ddl)
+        if widen is not None:  # json fields the schema does not know yet: widen it, never drop them
+            ddl = self._widen(spark, texts.filter(widen).to_pylist())
+            result, _ = self._parse_with(spark, texts, ddl)
         corrupt = result.column(CORRUPT)
-        malformed = [i for i, bad in enumerate(pc.is_valid(corrupt).to_pylist()) if bad] \
+        malformed = pc.indices_nonzero(pc.is_valid(corrupt)).to_pylist() \
             if corrupt.null_count < len(corrupt) else []
         good = result.drop_columns([CORRUPT])
         if malformed:
@@ -385,21 +404,35 @@ class FileSourceTask(SourceTask):
         if schema is None:
             schema = arrow_schema_to_connect(good.schema)
             self._connect_schemas[good.schema] = schema
-        structs = iter(table_to_structs(good, schema))
-        bad = set(malformed)
-        return [self._malformed(ln) if i in bad
-                else self._record(ln.state, schema, next(structs), ln.line, ln.end)
-                for i, ln in enumerate(lines)]
+        values = good.to_struct_array().combine_chunks()
+        out: list[SourceBatch | MalformedLine] = []
+        bad = iter(malformed)
+        next_bad = next(bad, None)
+        row = taken = 0  # row: index in all chunks' lines; taken: good rows used
+        for c in chunks:
+            start = 0
+            while start < len(c):
+                stop = next_bad - row if next_bad is not None and next_bad < row + len(c) \
+                    else len(c)
+                if stop > start:
+                    out.append(self._batch(c.state, schema, values.slice(taken, stop - start),
+                                           c.lines[start:stop], c.ends[start:stop]))
+                    taken += stop - start
+                if stop < len(c):
+                    out.append(self._malformed(c, stop))
+                    next_bad = next(bad, None)
+                start = stop + 1
+            row += len(c)
+        return out
 
-    def _parse_with(self, spark: SparkSession, lines: list[Line],
-                    ddl: str) -> tuple[pa.Table, list[bool] | None]:
+    def _parse_with(self, spark: SparkSession, texts: pa.Array,
+                    ddl: str) -> tuple[pa.Table, pa.Array | None]:
         """One Spark job: the parsed rows in line order, and for an inferred json schema
         which lines carry top-level fields it lacks (None when none do)."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructType
 
-        table = pa.table({"value": [ln.text for ln in lines],
-                          "_i": pa.array(range(len(lines)), pa.int64())})
+        table = pa.table({"value": texts, "_i": pa.array(range(len(texts)), pa.int64())})
         df: DataFrame = spark.createDataFrame(table)
         opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
         full = f"{ddl}, {CORRUPT} STRING"
@@ -426,26 +459,26 @@ class FileSourceTask(SourceTask):
             flags = result.column("_x")
             result = result.drop_columns(["_x"])
             if pc.any(flags).as_py():
-                widen = flags.to_pylist()
+                widen = flags.combine_chunks()
         return result, widen
 
-    def _widen(self, spark: SparkSession, lines: list[Line]) -> str:
+    def _widen(self, spark: SparkSession, texts: list[str]) -> str:
         """Append the fields these lines add to the inferred schema; known fields keep
         their types (a line whose value does not fit is malformed, not silently cast)."""
         from pyspark.sql.types import StructType
 
         current = StructType.fromDDL(self._schema_ddl or "")
         names = {f.name for f in current.fields}
-        added = [f for f in self._infer_fields(spark, lines) if f.name not in names]
+        added = [f for f in self._infer_fields(spark, texts, []) if f.name not in names]
         self._schema_ddl = StructType([*current.fields, *added]).toDDL()
         log.info("Widened the schema for %s with %s: %s", self.path,
                  [f.name for f in added], self._schema_ddl)
         return self._schema_ddl
 
-    def _check_headers(self, lines: list[Line]) -> None:
+    def _check_headers(self, states: list[_FileState]) -> None:
         """An inferred csv schema takes its columns from the first header: a file with
         another header would be parsed by position into the wrong columns, so refuse."""
-        for st in {id(ln.state): ln.state for ln in lines}.values():
+        for st in {id(st): st for st in states}.values():
             if st.header is None:
                 st.header = self._header_of(st.path)
             if st.header.strip() != (self._csv_header_line or "").strip():
@@ -453,9 +486,11 @@ class FileSourceTask(SourceTask):
                                 f"inferred its schema from the header {self._csv_header_line!r}"
                                 ": give the files of one connector one layout, or set `schema`")
 
-    def _malformed(self, ln: Line) -> MalformedLine:
-        start = ln.end - len(ln.text.encode("utf-8")) - 1
-        return MalformedLine(ln.state.path, ln.line, max(start, 0), ln.text, self.format, ln.end)
+    def _malformed(self, c: _Chunk, i: int) -> MalformedLine:
+        text = c.texts[i].as_py()
+        start = c.ends[i] - len(text.encode("utf-8")) - 1
+        return MalformedLine(c.state.path, c.lines[i], max(start, 0), text, self.format,
+                             c.ends[i])
 
     def _report(self, bad: MalformedLine) -> None:
         """The one place malformed input is handled: the runtime's errant record reporter
@@ -472,22 +507,29 @@ class FileSourceTask(SourceTask):
                               source_offset={"position": bad.end, "line": bad.line})
         reporter.report(record, err)
 
-    def _infer(self, spark: SparkSession, lines: list[Line]) -> str:
+    def _infer(self, spark: SparkSession, chunks: list[_Chunk]) -> str:
         """Infer the schema from the first lines read (and the csv header)."""
         from pyspark.sql.types import StructType
 
-        fields = self._infer_fields(spark, lines)
+        sample: list[str] = []
+        for c in chunks:
+            sample.extend(c.texts.slice(0, _INFER_SAMPLE - len(sample)).to_pylist())
+            if len(sample) >= _INFER_SAMPLE:
+                break
+        fields = self._infer_fields(spark, sample, [c.state for c in chunks])
         if not fields:
-            bad = self._malformed(lines[0])
+            bad = self._malformed(chunks[0], 0)
             raise DataError(f"Cannot infer a schema: {bad.describe()}")
         self._schema_ddl = StructType(fields).toDDL()
         log.info("Inferred schema for %s: %s", self.path, self._schema_ddl)
         return self._schema_ddl
 
-    def _infer_fields(self, spark: SparkSession, lines: list[Line]) -> list[Any]:
-        sample = [ln.text for ln in lines[:_INFER_SAMPLE]]
+    def _infer_fields(self, spark: SparkSession, sample: list[str],
+                      states: list[_FileState]) -> list[Any]:
+        """Spark's inference over a sample of lines (`states`: the files they come from)."""
+        sample = sample[:_INFER_SAMPLE]
         if self.format == "csv" and self.csv_header:
-            header = lines[0].state.header or self._header_of(lines[0].state.path)
+            header = states[0].header or self._header_of(states[0].path)
             if self._csv_header_line is None:
                 self._csv_header_line = header
             sample = [header, *sample]
@@ -495,7 +537,7 @@ class FileSourceTask(SourceTask):
             rdd = spark.sparkContext.parallelize(sample, 1)
             reader: Any = rdd
         except Exception:  # Spark Connect has no RDDs: infer from the files themselves
-            reader = sorted({ln.state.path for ln in lines})
+            reader = sorted({st.path for st in states})
         if self.format == "csv":
             inferred = spark.read.csv(reader, header=self.csv_header, inferSchema=True,
                                       sep=self.delimiter).schema
@@ -510,10 +552,11 @@ class FileSourceTask(SourceTask):
 
     # parquet
 
-    def _poll_parquet(self) -> list[SourceRecord]:
-        out: list[SourceRecord] = []
+    def _poll_parquet(self) -> list[SourceBatch | MalformedLine]:
+        out: list[SourceBatch | MalformedLine] = []
+        total = 0
         for st in self._ordered_files():
-            if len(out) >= self.batch_max:
+            if total >= self.batch_max:
                 break
             if st.complete:
                 continue
@@ -522,20 +565,21 @@ class FileSourceTask(SourceTask):
                 table = self._read_parquet(st)
                 if table is None:
                     continue
-            total = table.num_rows
-            take = min(self.batch_max - len(out), total - st.row)
+            rows = table.num_rows
+            take = min(self.batch_max - total, rows - st.row)
             chunk = table.slice(st.row, take)
             schema = self._connect_schemas.get(chunk.schema)
             if schema is None:
                 schema = arrow_schema_to_connect(chunk.schema)
                 self._connect_schemas[chunk.schema] = schema
-            for v in table_to_structs(chunk, schema):
-                st.row += 1
-                out.append(SourceRecord(self.topic, None, None, None, schema, v,
-                                        source_partition=st.partition,
-                                        source_offset={"row": st.row,
-                                                       "complete": st.row >= total}))
-            if st.row >= total:
+            first = st.row + 1
+            st.row += take
+            total += take
+            out.append(SourceBatch(self.topic, st.partition, schema,
+                                   chunk.to_struct_array().combine_chunks(),
+                                   {"row": list(range(first, st.row + 1)),
+                                    "complete": [r >= rows for r in range(first, st.row + 1)]}))
+            if st.row >= rows:
                 st.complete = True
                 self._parquet.pop(st.path, None)
         return out

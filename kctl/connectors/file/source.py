@@ -9,9 +9,11 @@ appended lines are read without re-reading the file. Parquet files are read whol
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import logging
 import os
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -85,6 +87,32 @@ CONFIG_DEF = (
     .define("csv.delimiter", ConfigType.STRING, ",", SingleChar(), Importance.LOW,
             "Field separator of csv files (\\t for tab).", group="CSV")
 )
+
+
+def _joined_lines(texts: pa.Array) -> pa.Buffer:
+    """The lines as one UTF-8 buffer, each ended by a newline."""
+    joined = pc.binary_join_element_wise(texts, "", "\n").cast(pa.binary())
+    offsets = joined.buffers()[1]
+    first = int.from_bytes(offsets[:4].to_pybytes(), "little", signed=True)
+    return joined.buffers()[2][first:first + int(pc.sum(pc.binary_length(joined)).as_py() or 0)]
+
+
+def _may_add_keys(texts: pa.Array, lines: pa.Buffer, known: list[str]) -> bool:
+    """Whether some line may carry a top-level field the schema lacks.
+
+    One pass of pyarrow's JSON reader over all lines finds their top-level names; only
+    when that fails (a malformed or unusual line) or finds a new name does each line need
+    Spark's own check, which costs a JSON parse per line.
+    """
+    import pyarrow.json as pj
+
+    if not pc.all(pc.starts_with(texts, "{")).as_py():
+        return True  # (pyarrow's reader also misbehaves on lines that are not objects)
+    try:
+        names = pj.read_json(pa.BufferReader(lines)).schema.names
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return True
+    return not set(names) <= set(known)
 
 
 # --- connector ----------------------------------------------------------------------------
@@ -214,6 +242,7 @@ class FileSourceTask(SourceTask):
         self._parquet_failures: dict[str, int] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._ahead: Future[list[SourceBatch | MalformedLine]] | None = None
+        self._local: bool | None = None
 
     # lifecycle
 
@@ -432,8 +461,14 @@ class FileSourceTask(SourceTask):
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructType
 
-        table = pa.table({"value": texts, "_i": pa.array(range(len(texts)), pa.int64())})
-        df: DataFrame = spark.createDataFrame(table)
+        lines = _joined_lines(texts)
+        spool = self._spool(spark, lines)
+        if spool is not None:  # Spark reads the lines itself: no Python -> JVM transfer
+            df: DataFrame = spark.read.option("lineSep", "\n").text(spool) \
+                .select("value", F.monotonically_increasing_id().alias("_i"))
+        else:
+            df = spark.createDataFrame(pa.table({"value": texts,
+                                                 "_i": pa.array(range(len(texts)), pa.int64())}))
         opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
         full = f"{ddl}, {CORRUPT} STRING"
         cols = []
@@ -442,8 +477,8 @@ class FileSourceTask(SourceTask):
             parsed = F.from_csv(F.col("value"), full, opts)
         else:
             parsed = F.from_json(F.col("value"), full, opts)
-            if not self._schema_given:
-                known = [f.name for f in StructType.fromDDL(ddl).fields]
+            known = [f.name for f in StructType.fromDDL(ddl).fields]
+            if not self._schema_given and _may_add_keys(texts, lines, known):
                 cols.append(F.coalesce(F.exists(F.json_object_keys("value"),
                                                 lambda k: ~k.isin(known)),
                                        F.lit(False)).alias("_x"))
@@ -453,6 +488,13 @@ class FileSourceTask(SourceTask):
         except Exception as e:
             raise DataError(f"Spark could not parse {self.format} lines of {self.path} "
                             f"with schema {ddl!r}: {e}") from e
+        finally:
+            if spool is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(spool)
+        if result.num_rows != len(texts):
+            raise DataError(f"Spark returned {result.num_rows} rows for {len(texts)} "
+                            f"{self.format} lines of {self.path}")
         result = result.sort_by("_i").drop_columns(["_i"])
         widen = None
         if cols:
@@ -461,6 +503,21 @@ class FileSourceTask(SourceTask):
             if pc.any(flags).as_py():
                 widen = flags.combine_chunks()
         return result, widen
+
+    def _spool(self, spark: SparkSession, lines: pa.Buffer) -> str | None:
+        """On a local master, the lines go to a temporary file Spark reads by itself (half
+        the cost of sending them as Arrow); other masters may not see this machine's files."""
+        if self._local is None:
+            try:
+                self._local = str(spark.sparkContext.master).startswith("local")
+            except Exception:  # Spark Connect: no SparkContext, and maybe another machine
+                self._local = False
+        if not self._local:
+            return None
+        fd, path = tempfile.mkstemp(prefix="kctl-lines-", suffix=".txt")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(lines)
+        return path
 
     def _widen(self, spark: SparkSession, texts: list[str]) -> str:
         """Append the fields these lines add to the inferred schema; known fields keep

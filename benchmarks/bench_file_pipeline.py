@@ -106,6 +106,48 @@ def raw_embedded_produce(logdir: Path, lines: list[bytes]) -> float:
         return best_of(RAW_REPEAT, once)
 
 
+def pipeline_records(worker: Any, topic: str, n: int) -> list[ProducerRecord]:
+    """The records the pipeline wrote (values and headers), to append them raw."""
+    consumer = worker.transport.consumer(None, {"kctl.passive": "true"})
+    try:
+        consumer.assign([TopicPartition(topic, 0)])
+        out: list[ProducerRecord] = []
+        while len(out) < n:
+            batch = consumer.poll_batch(10_000, 1.0)
+            if not batch:
+                raise AssertionError(f"read {len(out)} of {n} records back")
+            out.extend(ProducerRecord(topic, r.value, r.key, None, r.headers) for r in batch)
+        return out
+    finally:
+        consumer.close()
+
+
+def raw_embedded_produce_records(logdir: Path, records: list[ProducerRecord]) -> float:
+    """(c) the embedded log's own producer writing the pipeline's records as they are."""
+    from dataclasses import replace
+
+    from kctl.transport.embedded import EmbeddedTransport
+
+    n = len(records)
+    runs = iter(range(1, RAW_REPEAT + 1))
+    with EmbeddedTransport(logdir) as t:
+        def once() -> float:
+            topic = f"raw-records-{next(runs)}"
+            t.create_topic(TopicSpec(topic, 1))
+            batch = [replace(r, topic=topic) for r in records]
+            producer = t.producer()
+            start = time.perf_counter()
+            for i in range(0, n, PRODUCE_BATCH):
+                producer.send_many(batch[i:i + PRODUCE_BATCH])
+            producer.flush()
+            elapsed = time.perf_counter() - start
+            producer.close()
+            assert t.end_offset(TopicPartition(topic, 0)) == n
+            return elapsed
+
+        return best_of(RAW_REPEAT, once)
+
+
 def raw_embedded_consume(worker: Any, topic: str, n: int) -> float:
     """Read the N records of the pipeline's topic straight through the log's consumer API."""
     def once() -> float:
@@ -229,6 +271,8 @@ def run(settings: Settings, work: Path, runs_wanted: int) -> None:
             if k == 1:
                 value_b, header_b = record_sizes(worker, "bench-clicks-1")
                 raw_consume = raw_embedded_consume(worker, "bench-clicks-1", n)
+                raw_records = raw_embedded_produce_records(
+                    work / "rawlog2", pipeline_records(worker, "bench-clicks-1", n))
         alone_src, records = connector_alone_source(
             worker, settings.source(work / "in", "alone"), n)
         alone_sink = connector_alone_sink(
@@ -243,6 +287,9 @@ def run(settings: Settings, work: Path, runs_wanted: int) -> None:
     print(row(source.label, n, source.seconds))
     print(row("raw (a): Python read + json.loads per line", n, raw_read, source.rate))
     print(row("raw (b): embedded log producer, the lines' bytes", n, raw_produce, source.rate))
+    print(row("raw (c): embedded log producer, the pipeline's records", n, raw_records,
+              source.rate))
+    print("    (c) appends what the pipeline wrote, envelopes and exactly-once headers included")
     print(spark_note(source))
     print()
     print("topic -> file (timed from connector creation until N lines are committed; "

@@ -38,8 +38,9 @@ class Converter(ABC):
     # methods give, and report bad data by returning None (the per-record path then
     # names the record and applies the error tolerance).
 
-    def from_arrow(self, topic: str, schema: Schema, values: pa.Array) -> list[bytes | None] | None:
-        """Each row of `values` (of `schema`) as `from_connect_data` encodes it, or None."""
+    def from_arrow(self, topic: str, schema: Schema, values: pa.Array) -> pa.Array | None:
+        """Each row of `values` (of `schema`) as `from_connect_data` encodes it, as a
+        binary array (null for a null encoding), or None."""
         return None
 
     def to_arrow(self, topic: str,

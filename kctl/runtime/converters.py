@@ -820,9 +820,8 @@ class JsonConverter(Converter, HeaderConverter):
     # by record and that path raises the precise error. pyarrow is imported only here.
     # Any failure in them means "not columnar": they never raise.
 
-    def from_arrow(self, topic: str, schema: Schema,
-                   values: pa.Array) -> list[bytes | None] | None:
-        """Each row of `values` as `from_connect_data` encodes it, or None."""
+    def from_arrow(self, topic: str, schema: Schema, values: pa.Array) -> pa.Array | None:
+        """Each row of `values` as `from_connect_data` encodes it (a binary array), or None."""
         if schema is None:
             return None
         from kctl.runtime import json_columns

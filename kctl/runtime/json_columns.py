@@ -163,8 +163,8 @@ def _join(parts: list[Any], n: int) -> pa.Array:
 
 
 def encode_column(values: pa.Array | pa.ChunkedArray, schema: Schema,
-                  prefix: bytes | None) -> list[bytes | None] | None:
-    """Every row of `values` as the per-record encoder writes it, or None.
+                  prefix: bytes | None) -> pa.Array | None:
+    """Every row of `values` as the per-record encoder writes it (a binary array), or None.
 
     `prefix` is the envelope head (`{"schema":...,"payload":`) when schemas are enabled,
     None for bare payloads.
@@ -178,11 +178,11 @@ def encode_column(values: pa.Array | pa.ChunkedArray, schema: Schema,
             return None
         n = len(values)
         if n == 0:
-            return []
+            return pa.array([], pa.binary())
         parts = _encode(values, schema, None)
         if prefix is not None:
             parts = [prefix.decode("utf-8"), *parts, "}"]
-        rows: list[bytes | None] = _join(parts, n).cast(pa.binary()).to_pylist()
+        rows = _join(parts, n).cast(pa.binary())
     except (_Bail, pa.ArrowException, ValueError, TypeError, OverflowError):
         return None
     return rows if len(rows) == n else None

@@ -51,7 +51,7 @@ from kctl.runtime.states import State
 from kctl.transport.base import (
     BatchDelivery,
     Consumer,
-    HeaderList,
+    HeaderColumns,
     LogRecord,
     Producer,
     ProducerRecord,
@@ -550,7 +550,7 @@ class WorkerSourceTask(WorkerTask):
             self._known_topics.add(topic)
             if self.exactly_once:
                 self._mark_start_positions(topic)
-        headers = self._source_headers(batch) if self.exactly_once else None
+        headers = self._source_headers(batch) if self.exactly_once else ()
         self._send_unsent()  # records before this batch go first
         entry = self.submitted.submit_batch(batch)
         self.producer.send_batch(topic, values, self._batch_callback(entry, batch),
@@ -559,7 +559,7 @@ class WorkerSourceTask(WorkerTask):
         self.columns_sent += n
         return True
 
-    def _source_headers(self, batch: SourceBatch) -> list[HeaderList]:
+    def _source_headers(self, batch: SourceBatch) -> HeaderColumns:
         """The per-record `__kctl.source` header of `_source_header`, built for all rows."""
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -572,7 +572,7 @@ class WorkerSourceTask(WorkerTask):
         seqs = pc.cast(pa.array(range(first, first + n), pa.int64()), pa.string())
         texts = pc.binary_join_element_wise(head, seqs, part, _offset_json(batch.offsets, n),
                                             "]", "")
-        return [((SOURCE_HEADER, v),) for v in texts.cast(pa.binary()).to_pylist()]
+        return [(SOURCE_HEADER, texts.cast(pa.binary()))]
 
     def _batch_callback(self, entry: list, batch: SourceBatch) -> Callable:
         def on_delivery(result: BatchDelivery) -> None:

@@ -9,11 +9,28 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kctl.api.records import RecordMetadata, TopicPartition
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 HeaderList = tuple[tuple[str, bytes | None], ...]
+HeaderColumns = Sequence[tuple[str, "pa.Array"]]
+"""Headers of a column batch: (name, binary array) pairs; every row carries each name once,
+with its own value from the array (null: a header without a value)."""
+
+
+def column_rows(values: pa.Array, headers: HeaderColumns = ()) -> tuple[
+        list[bytes | None], list[HeaderList]]:
+    """A column batch as per-row values and header lists (for transports that send rows)."""
+    vals: list[bytes | None] = values.to_pylist()
+    if not headers:
+        return vals, [()] * len(vals)
+    names = [name for name, _ in headers]
+    cols = [col.to_pylist() for _, col in headers]
+    return vals, [tuple(zip(names, row, strict=True)) for row in zip(*cols, strict=True)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,14 +97,16 @@ class Producer(ABC):
         for r in records:
             self.send(r, on_delivery)
 
-    def send_batch(self, topic: str, values: Sequence[bytes | None], on_delivery: BatchCallback,
-                   *, headers: Sequence[HeaderList] | None = None) -> None:
+    def send_batch(self, topic: str, values: pa.Array, on_delivery: BatchCallback,
+                   *, headers: HeaderColumns = ()) -> None:
         """Queue keyless rows for one topic in order, with one callback for all of them.
 
-        The columnar path of a source task: no ProducerRecord or callback per row. This
-        default sends row by row; a transport that can append a batch at once overrides it.
+        The columnar path of a source task: values and headers stay Arrow binary arrays,
+        with no ProducerRecord or callback per row. This default sends row by row; a
+        transport that can append a batch at once overrides it.
         """
-        n = len(values)
+        rows, row_headers = column_rows(values, headers)
+        n = len(rows)
         if n == 0:
             on_delivery(BatchDelivery({}, {}))
             return
@@ -106,8 +125,8 @@ class Producer(ABC):
             if left[0] == 0:
                 on_delivery(BatchDelivery(errors, ends))
 
-        for i, v in enumerate(values):
-            record = ProducerRecord(topic, v, None, None, headers[i] if headers else ())
+        for i, v in enumerate(rows):
+            record = ProducerRecord(topic, v, None, None, row_headers[i])
             try:
                 self.send(record, lambda md, err, i=i: settled(i, md, err))
             except Exception as e:  # refused before it was queued: that row failed

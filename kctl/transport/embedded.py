@@ -44,7 +44,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kctl.api.records import RecordMetadata, TopicPartition
 from kctl.errors import AlreadyExistsError, ConfigError, NotFoundError, TransportError
@@ -62,6 +62,7 @@ from kctl.transport.base import (
     BatchDelivery,
     Consumer,
     DeliveryCallback,
+    HeaderColumns,
     HeaderList,
     LogRecord,
     Producer,
@@ -69,7 +70,12 @@ from kctl.transport.base import (
     RebalanceCallback,
     TopicSpec,
     Transport,
+    column_rows,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
 
 log = logging.getLogger("kctl.transport.embedded")
 
@@ -163,6 +169,80 @@ def _encode(offset: int, timestamp: int, key: bytes | None, value: bytes | None,
             parts.append(hv)
     body = b"".join(parts)
     return _PRE.pack(len(body), zlib.crc32(body)) + body
+
+
+def _starts(frames: Sequence[bytes]) -> list[int]:
+    """Where each frame begins in their concatenation."""
+    return list(itertools.accumulate((len(f) for f in frames[:-1]), initial=0))
+
+
+_HEAD = [("offset", ">i8"), ("timestamp", ">i8"), ("key", ">i4"), ("value", ">i4"),
+         ("headers", ">u2")]  # _BODY as a numpy record
+_FRAME_PRE = [("length", ">u4"), ("crc", ">u4")]  # _PRE as a numpy record
+_MAX_COLUMN_BYTES = 1 << 30  # binary arrays have 32-bit offsets
+
+
+def _lengths(arr: pa.Array) -> np.ndarray:
+    """Each row's byte length of a binary array."""
+    import numpy as np
+
+    offsets = np.frombuffer(arr.buffers()[1], np.int32, len(arr) + 1, arr.offset * 4)
+    return np.diff(offsets)
+
+
+def _fixed(rows: np.ndarray) -> pa.Array:
+    """A numpy record array as a binary array, one row per record."""
+    import numpy as np
+    import pyarrow as pa
+
+    width, n = rows.dtype.itemsize, len(rows)
+    offsets = np.arange(0, width * (n + 1), width, dtype=np.int32)
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets),
+                                                  pa.py_buffer(rows.tobytes())])
+
+
+def _encode_columns(base: int, timestamp: int, values: pa.Array,
+                    headers: HeaderColumns) -> tuple[pa.Buffer, np.ndarray] | None:
+    """The frames `_encode` writes for keyless rows, built column-wise: (bytes, where each
+    frame begins), or None when a row needs the per-row encoder (a null value or header
+    value, or more bytes than one binary array holds)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(values)
+    if values.null_count or any(col.null_count or len(col) != n for _, col in headers):
+        return None
+    if n == 0:
+        return pa.py_buffer(b""), np.zeros(0, np.int64)
+    values = values.cast(pa.binary())
+    cols = [(name.encode(), col.cast(pa.binary())) for name, col in headers]
+    value_len = _lengths(values)
+    head = np.empty(n, np.dtype(_HEAD))
+    head["offset"] = np.arange(base, base + n)
+    head["timestamp"] = timestamp
+    head["key"] = -1
+    head["value"] = value_len
+    head["headers"] = len(cols)
+    parts: list[Any] = [_fixed(head), values]
+    body_len = _BODY_SIZE + value_len.astype(np.int64)
+    for name, col in cols:
+        col_len = _lengths(col)
+        parts += [pa.scalar(_HK.pack(len(name)) + name, pa.binary()),
+                  _fixed(col_len.astype(">i4")), col]
+        body_len += _HK.size + len(name) + _HV.size + col_len
+    if int(body_len.sum()) + n * _PRE_SIZE >= _MAX_COLUMN_BYTES:
+        return None
+    bodies = pc.binary_join_element_wise(*parts, b"")
+    ends = np.frombuffer(bodies.buffers()[1], np.int32, n + 1).tolist()
+    data, crc32 = memoryview(bodies.buffers()[2]), zlib.crc32
+    pre = np.empty(n, np.dtype(_FRAME_PRE))
+    pre["length"] = body_len
+    pre["crc"] = [crc32(data[a:b]) for a, b in itertools.pairwise(ends)]
+    frames = pc.binary_join_element_wise(_fixed(pre), bodies, b"")
+    frame_len = body_len + _PRE_SIZE
+    starts = np.cumsum(frame_len) - frame_len
+    return frames.buffers()[2][:int(starts[-1] + frame_len[-1])], starts
 
 
 def _decode(buf: bytes, topic: str, partition: int, from_offset: int, max_records: int,
@@ -400,48 +480,74 @@ class _Partition:
     def append(self, items: Sequence[tuple[int, bytes | None, bytes | None, HeaderList]]) -> int:
         """Write records in one buffer; returns the first offset. Raises TransportError."""
         with self.lock:
-            if self.deleted:
-                raise TransportError(f"topic {self.topic} was deleted")
+            self._check_writable()
             if self.compacted and any(k is None for _, k, _, _ in items):
                 raise TransportError(
                     f"compacted topic {self.topic} requires a key on every record")
-            seg = self.segments[-1]
-            if seg.size >= self.segment_bytes:
-                seg = self._roll()
             base = self.next_offset
             frames = [_encode(base + i, ts, k, v, h) for i, (ts, k, v, h) in enumerate(items)]
-            buf = b"".join(frames)
-            start = seg.size
-            try:
-                view = memoryview(buf)
-                written = 0
-                while written < len(buf):
-                    written += os.write(seg.fd, view[written:])
-                if self.fsync:
-                    os.fsync(seg.fd)
-            except OSError as e:
-                with contextlib.suppress(OSError):
-                    os.ftruncate(seg.fd, start)
-                raise TransportError(
-                    f"cannot append to {self.topic}-{self.index} in {self.dir}: {e}") from e
-            pos = start
-            offsets, positions = seg.index_offsets, seg.index_positions
-            next_entry = positions[-1] + INDEX_INTERVAL if positions else 0
-            for i, frame in enumerate(frames):
-                if pos >= next_entry:
-                    offsets.append(base + i)
-                    positions.append(pos)
-                    next_entry = pos + INDEX_INTERVAL
-                pos += len(frame)
-            self.next_offset = base + len(items)
-            self.count += len(items)
-            seg.size = pos  # publish to readers last
+            self._write_locked(b"".join(frames), _starts(frames))
             if self.compacted:
                 for i, (_, k, v, _) in enumerate(items):
                     self.latest[k] = (base + i, v is None)
                 if self.garbage() > max(self.min_compact_garbage, self.live()):
                     self._compact_locked()
             return base
+
+    def append_columns(self, timestamp: int, values: pa.Array, headers: HeaderColumns) -> int:
+        """Write keyless rows given as columns in one buffer; returns the first offset."""
+        with self.lock:
+            self._check_writable()
+            if self.compacted:
+                raise TransportError(
+                    f"compacted topic {self.topic} requires a key on every record")
+            base = self.next_offset
+            encoded = _encode_columns(base, timestamp, values, headers)
+            if encoded is None:
+                rows, row_headers = column_rows(values, headers)
+                frames = [_encode(base + i, timestamp, None, v, h)
+                          for i, (v, h) in enumerate(zip(rows, row_headers, strict=True))]
+                self._write_locked(b"".join(frames), _starts(frames))
+            else:
+                self._write_locked(*encoded)
+            return base
+
+    def _check_writable(self) -> None:
+        if self.deleted:
+            raise TransportError(f"topic {self.topic} was deleted")
+
+    def _write_locked(self, buf: bytes | pa.Buffer, starts: Sequence[int]) -> None:
+        """Append encoded frames (`starts`: where each begins in `buf`) to the active
+        segment, index them and publish them to readers; on failure the segment is cut
+        back to where it was."""
+        seg = self.segments[-1]
+        if seg.size >= self.segment_bytes:
+            seg = self._roll()
+        start = seg.size
+        view = memoryview(buf)
+        try:
+            written = 0
+            while written < len(view):
+                written += os.write(seg.fd, view[written:])
+            if self.fsync:
+                os.fsync(seg.fd)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.ftruncate(seg.fd, start)
+            raise TransportError(
+                f"cannot append to {self.topic}-{self.index} in {self.dir}: {e}") from e
+        base, n = self.next_offset, len(starts)
+        offsets, positions = seg.index_offsets, seg.index_positions
+        next_entry = positions[-1] + INDEX_INTERVAL - start if positions else 0
+        i = bisect.bisect_left(starts, next_entry)
+        while i < n:  # an entry at the first frame at least INDEX_INTERVAL after the last
+            pos = int(starts[i])
+            offsets.append(base + i)
+            positions.append(start + pos)
+            i = bisect.bisect_left(starts, pos + INDEX_INTERVAL, i + 1)
+        self.next_offset = base + n
+        self.count += n
+        seg.size = start + len(view)  # publish to readers last
 
     def _roll(self) -> _Segment:
         seg = self._new_segment(self.next_offset)
@@ -680,8 +786,8 @@ class EmbeddedProducer(Producer):
             self._buffer = []
             self._write(batch)
 
-    def send_batch(self, topic: str, values: Sequence[bytes | None], on_delivery: BatchCallback,
-                   *, headers: Sequence[HeaderList] | None = None) -> None:
+    def send_batch(self, topic: str, values: pa.Array, on_delivery: BatchCallback,
+                   *, headers: HeaderColumns = ()) -> None:
         """One append for the whole batch: keyless rows take one (sticky) partition."""
         if self._closed:
             raise TransportError("producer is closed")
@@ -696,10 +802,7 @@ class EmbeddedProducer(Producer):
                 if p is None or p >= count:
                     p = self._t.next_sticky(topic, count)
                 self._sticky[topic] = (p + 1) % count
-                now = self._t.now_ms()
-                hs = headers if headers is not None else ((),) * n
-                base = self._t.append(topic, p, list(zip(itertools.repeat(now, n),
-                                                         itertools.repeat(None, n), values, hs, strict=True)))
+                base = self._t.append_columns(topic, p, self._t.now_ms(), values, headers)
                 result = BatchDelivery({}, {(topic, p): base + n})
             except Exception as e:
                 result = BatchDelivery(dict.fromkeys(range(n), e), {})
@@ -1155,6 +1258,16 @@ class EmbeddedTransport(Transport):
         if p is None:
             raise TransportError(f"unknown topic partition {topic}-{partition}")
         base = p.append(items)
+        self._notify()
+        return base
+
+    def append_columns(self, topic: str, partition: int, timestamp: int, values: pa.Array,
+                       headers: HeaderColumns = ()) -> int:
+        """Append keyless rows given as columns (see `Producer.send_batch`)."""
+        p = self._partition(TopicPartition(topic, partition))
+        if p is None:
+            raise TransportError(f"unknown topic partition {topic}-{partition}")
+        base = p.append_columns(timestamp, values, headers)
         self._notify()
         return base
 

@@ -11,7 +11,7 @@ import functools
 import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -34,14 +34,18 @@ from kctl.transport.base import (
     BatchDelivery,
     Consumer,
     DeliveryCallback,
-    HeaderList,
+    HeaderColumns,
     LogRecord,
     Producer,
     ProducerRecord,
     RebalanceCallback,
     TopicSpec,
     Transport,
+    column_rows,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 PRODUCER_DEFAULTS = {
     "enable.idempotence": True,
@@ -132,21 +136,22 @@ class KafkaProducer(Producer):
     def __init__(self, conf: Mapping[str, Any]):
         self._p = KProducer(conf)
 
-    def send_batch(self, topic: str, values: Sequence[bytes | None], on_delivery: BatchCallback,
-                   *, headers: Sequence[HeaderList] | None = None) -> None:
+    def send_batch(self, topic: str, values: pa.Array, on_delivery: BatchCallback,
+                   *, headers: HeaderColumns = ()) -> None:
         """librdkafka batches by itself: produce row by row with one light callback each."""
-        n = len(values)
+        rows, row_headers = column_rows(values, headers)
+        n = len(rows)
         if n == 0:
             on_delivery(BatchDelivery({}, {}))
             return
         state = _BatchState(n, on_delivery)
         settle, produce = state.settle, self._p.produce
-        for i, v in enumerate(values):
+        for i, v in enumerate(rows):
             cb = functools.partial(settle, i)
             while True:
                 try:
                     if headers:
-                        produce(topic, v, on_delivery=cb, headers=list(headers[i]))
+                        produce(topic, v, on_delivery=cb, headers=list(row_headers[i]))
                     else:
                         produce(topic, v, on_delivery=cb)
                     break

@@ -226,6 +226,50 @@ def test_with_an_errant_reporter_bad_lines_are_reported_in_file_order(engine, tm
     assert record.source_partition == {"filename": str(f)} and record.topic == "lines"
 
 
+def test_json_read_straight_from_the_file_equals_parsing_each_line(engine, tmp_path,
+                                                                   monkeypatch):
+    """Lines that all look like objects are parsed by Spark's json reader from the spooled
+    file; the result, the malformed lines and their order equal the line-by-line path."""
+    lines = ['{"id": 1}', '{"id": 2,\r"x": 3}', '{bad', '{"id": 3}{"id": 4}', '{"id": "str"}',
+             '{}', '{"id": 5} ', '{"id": [1]}', '{"id": 8, "id": 9}', '{"id": 1e2, "x": 2}',
+             '{"x": 7}']
+    f = write(tmp_path / "edge.json", "".join(x + "\n" for x in lines))
+    props = {"topic": "lines", "poll.interval.ms": "20", "path": str(f), "format": "json",
+             "schema": "id BIGINT, x BIGINT"}
+    plans: list[bool] = []  # per Spark job: read straight from the file?
+    run = FileSourceTask._run
+    monkeypatch.setattr(FileSourceTask, "_run",
+                        lambda self, df, ddl: plans.append("_i" not in df.columns) or
+                        run(self, df, ddl))
+
+    def seen(task_class: type[FileSourceTask]) -> list:
+        reporter = Reporter()
+        task = task_class()
+        task.initialize(ReportingContext(engine, OffsetStore(), props, reporter))
+        task.start(props)
+        out: list = []
+        while True:
+            before = len(reporter.reports)
+            batch = poll(task)
+            out += [("bad", r.value, r.source_offset) for r, _ in reporter.reports[before:]]
+            out += [("ok", v, r.source_offset) for r, v in zip(batch, values(batch), strict=True)]
+            if not batch and len(reporter.reports) == before:
+                return out
+
+    class LineByLine(FileSourceTask):
+        def _spool(self, spark, lines):  # as on a remote master: no file for Spark to read
+            return None
+
+    fast = seen(FileSourceTask)
+    assert plans == [True]
+    slow = seen(LineByLine)
+    assert plans == [True, False]
+    assert fast == slow
+    assert [kind for kind, _, _ in fast] == ["ok", "ok", "bad", "ok", "bad", "ok", "ok", "bad",
+                                            "ok", "bad", "ok"]
+    assert fast[1][1] == {"id": 2, "x": 3} and fast[8][1] == {"id": 9, "x": None}
+
+
 # --- csv ----------------------------------------------------------------------------------
 
 

@@ -14,11 +14,19 @@ import time
 import uuid
 from collections.abc import Iterator
 
+import pyarrow as pa
 import pytest
 from support.waiting import wait_until
 
 from kctl.api.records import TopicPartition
-from kctl.transport.base import Consumer, LogRecord, ProducerRecord, TopicSpec, Transport
+from kctl.transport.base import (
+    BatchDelivery,
+    Consumer,
+    LogRecord,
+    ProducerRecord,
+    TopicSpec,
+    Transport,
+)
 from kctl.transport.embedded import EmbeddedTransport, partition_for_key
 from kctl.transport.kafka import KafkaTransport
 
@@ -151,3 +159,35 @@ def test_topics_are_created_listed_and_deleted(transport):
     wait_until(lambda: not ({plain, compacted} & set(admin.list_topics())), timeout=20, message="topics deleted")
     with contextlib.suppress(Exception):
         admin.delete_topics([plain])  # deleting twice must not hang
+
+
+def test_a_column_batch_arrives_as_if_it_had_been_sent_row_by_row(transport):
+    """send_batch: keyless rows as Arrow columns, one callback for all of them."""
+    topic = new_topic(transport, 1)
+    batches = [  # (values, headers): with nulls, plain, and big rows
+        (pa.array([b"a", b"", None, b"x" * 3000], pa.binary()),
+         [("h", pa.array([b"1", None, b"3", b""], pa.binary())), ("g", pa.array([b"g"] * 4))]),
+        (pa.array([f"row {i}".encode() for i in range(500)], pa.binary()),
+         [("__kctl.source", pa.array([f"[{i}]" for i in range(500)]).cast(pa.binary()))]),
+        (pa.array([b"v"] * 3, pa.binary()).slice(1), []),  # a slice, no headers
+    ]
+    p = transport.producer()
+    p.send(ProducerRecord(topic, b"before", partition=0))
+    delivered: list[BatchDelivery] = []
+    for values, headers in batches:
+        p.send_batch(topic, values, delivered.append, headers=headers)
+    assert p.flush(30) == 0
+    p.close()
+    assert delivered == [BatchDelivery({}, {(topic, 0): 5}), BatchDelivery({}, {(topic, 0): 505}),
+                         BatchDelivery({}, {(topic, 0): 507})]
+    c = reader(transport, topic, 1)
+    got = drain(c, 507)
+    c.close()
+    expected = [(b"before", ())]
+    for values, headers in batches:
+        rows = values.to_pylist()
+        cols = [(name, col.to_pylist()) for name, col in headers]
+        expected += [(v, tuple((name, col[i]) for name, col in cols)) for i, v in enumerate(rows)]
+    assert [(r.value, r.headers) for r in got] == expected
+    assert [r.offset for r in got] == list(range(507))
+    assert all(r.key is None for r in got)

@@ -14,7 +14,7 @@ from file_support import FakeClock, SinkContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kctl.api import OffsetAndMetadata, SchemaBuilder, SinkRecord, Struct, TopicPartition
+from kctl.api import DataError, OffsetAndMetadata, SchemaBuilder, SinkRecord, Struct, TopicPartition
 from kctl.api.data import INT64_SCHEMA, OPTIONAL_STRING_SCHEMA, timestamp_schema
 from kctl.connectors.file import FileSinkConnector, FileSinkTask
 from kctl.connectors.file.sink import committed_files
@@ -68,6 +68,7 @@ def test_files_rotate_by_count_and_are_named_after_their_offset_range(engine, tm
     task, _ = start_task(engine, tmp_path, **{"flush.size": "10", "rotate.interval.ms": "-1"})
     task.open([TP])
     task.put([rec(i) for i in range(25)])
+    task.wait_for_writes()  # files are written behind the task
     names = [os.path.basename(p) for _, _, p in committed_files(str(tmp_path), TP)]
     assert names == ["orders+0+0+9.json", "orders+0+10+19.json"]
     assert task.pre_commit(current(25)) == current(25)  # at_least_once: flush, then all
@@ -89,6 +90,7 @@ def test_files_rotate_by_time_on_the_injected_clock(engine, tmp_path):
     assert task.pre_commit(current(2)) == {}  # nothing committed yet: nothing to commit
     clock.advance(6)
     task.put([rec(2)])  # the oldest buffered record has waited long enough
+    task.wait_for_writes()
     assert ids_in(tmp_path) == [0, 1, 2]
     assert task.pre_commit(current(3)) == current(3)
 
@@ -169,6 +171,7 @@ def test_exactly_once_survives_a_crash_mid_write(engine, tmp_path):
     crashed, _ = start_task(engine, tmp_path, **props)
     crashed.open([TP])
     crashed.put([rec(i) for i in range(15)])  # 0..9 committed, 10..14 only buffered
+    crashed.wait_for_writes()
     assert crashed.pre_commit(current(15)) == current(10)
     # the crash interrupts Spark writing the next file: a partial temp dir stays behind
     partial = tmp_path / "orders" / "partition=0" / ".tmp-deadbeef"
@@ -216,10 +219,12 @@ def test_property_exactly_once_output_whatever_the_crash_points(engine, tmp_path
         end = total if crash_at is None else min(max(crash_at, position), total)
         for i in range(position, end, 3):
             task.put([rec(j) for j in range(i, min(i + 3, end))])
-            committed = task.pre_commit(current(min(i + 3, end)))
+            committed = task.pre_commit(current(min(i + 3, end)))  # files still in flight lag
             consumer_committed = committed.get(TP, OffsetAndMetadata(consumer_committed)).offset
         if crash_at is None:
             task.flush({})
+        else:  # the process dies after the write in flight, if any, landed
+            task.wait_for_writes()
     assert ids_in(root) == list(range(total))
 
 
@@ -228,3 +233,33 @@ def test_connector_gives_every_task_the_same_config():
     conn.start({"topics": "a", "path": "/tmp/out", "format": "parquet"})
     configs = conn.task_configs(3)
     assert len(configs) == 3 and all(c["format"] == "parquet" for c in configs)
+
+
+def test_a_write_behind_failure_surfaces_from_the_next_call_and_loses_nothing(engine, tmp_path):
+    """Spark writes a file while the task takes the next records; when that write fails
+    the task hears it (here from flush, which waits for it), and the records come again
+    to the next owner."""
+    props = {"flush.size": "5", "rotate.interval.ms": "-1", "delivery.guarantee": "exactly_once"}
+
+    class DiskFull(FileSinkTask):
+        def _write_table(self, tp, start, end, table, spark_format):
+            if start == 5:
+                raise DataError(f"disk full writing offsets {start}..{end}")
+            super()._write_table(tp, start, end, table, spark_format)
+
+    task = DiskFull()
+    task.initialize(SinkContext(engine, {"topics": "orders", "path": str(tmp_path), **props}))
+    task.start({"topics": "orders", "path": str(tmp_path), "format": "json", **props})
+    task.open([TP])
+    task.put([rec(i) for i in range(10)])  # 0..4 written, then 5..9 handed to the writer
+    with pytest.raises(DataError, match=r"disk full writing offsets 5\.\.9"):
+        task.flush({})  # waits for the write in flight
+    assert task.pre_commit(current(11)) == current(5)  # only what is in committed files
+    task.stop()
+
+    again, ctx = start_task(engine, tmp_path, **props)
+    again.open([TP])
+    assert ctx.rewinds == {TP: 5}
+    again.put([rec(i) for i in range(5, 12)])
+    again.flush({})
+    assert ids_in(tmp_path) == list(range(12))

@@ -22,6 +22,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -181,13 +182,23 @@ def _kind(value: Any) -> Any:
 
 
 class FileSinkTask(SinkTask):
-    """Buffers per partition and writes one Spark job per file."""
+    """Buffers per partition and writes one Spark job per file.
+
+    Files are written behind the task, by one writer thread: while Spark writes a file
+    (in the JVM), the task takes and decodes the next records. One write is in flight at
+    a time, so files appear in offset order and at most two files' records are held.
+    A write's failure surfaces from the next put, flush, pre_commit or close; its records
+    were never committed, so the partition's next reader gets them again.
+    """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._buffers: dict[TopicPartition, _Buffer] = {}
+        # written by the writer thread while a write is in flight, else by the task thread
         self._committed_end: dict[TopicPartition, int] = {}
         self.files_written: list[str] = []
+        self._writer: ThreadPoolExecutor | None = None
+        self._pending: Future[None] | None = None
 
     def start(self, props: Mapping[str, str]) -> None:
         c = CONFIG_DEF.parse(props)
@@ -201,11 +212,20 @@ class FileSinkTask(SinkTask):
         self.delimiter = decode_delimiter(c["csv.delimiter"])
 
     def stop(self) -> None:
-        self._buffers.clear()
+        try:
+            self.wait_for_writes()
+        except Exception as e:  # stopping: its records were not committed, so not lost
+            log.warning("The last file write of this task failed: %s", e)
+        finally:
+            writer, self._writer = self._writer, None
+            if writer is not None:
+                writer.shutdown(wait=True)
+            self._buffers.clear()
 
     # partitions
 
     def open(self, partitions: Sequence[TopicPartition]) -> None:
+        self.wait_for_writes()
         rewind: dict[TopicPartition, int] = {}
         for tp in partitions:
             d = partition_dir(self.root, tp)
@@ -225,7 +245,9 @@ class FileSinkTask(SinkTask):
             self.context.offset(rewind)
 
     def close(self, partitions: Sequence[TopicPartition]) -> None:
+        # a file in flight lands before the next owner reads the committed files back;
         # unwritten records were never committed: the next owner gets them again
+        self.wait_for_writes()
         for tp in partitions:
             self._buffers.pop(tp, None)
             self._committed_end.pop(tp, None)
@@ -233,6 +255,7 @@ class FileSinkTask(SinkTask):
     # records
 
     def put(self, records: Sequence[SinkRecord]) -> None:
+        self._check_pending()
         now = self._clock()
         for r in records:
             tp = r.topic_partition
@@ -250,6 +273,7 @@ class FileSinkTask(SinkTask):
     def put_batch(self, batch: SinkBatch) -> None:
         """The same as `put(batch.records())`, written from the column without a SinkRecord
         per record; files still hold exactly flush.size records."""
+        self._check_pending()
         tp = batch.topic_partition
         committed = self._committed_end.get(tp, -1)
         if batch.offsets[0] <= committed:  # already in a committed file
@@ -278,6 +302,7 @@ class FileSinkTask(SinkTask):
     def flush(self, current_offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         for tp in list(self._buffers):
             self._write(tp)
+        self.wait_for_writes()
 
     def pre_commit(
         self, current_offsets: Mapping[TopicPartition, OffsetAndMetadata]
@@ -286,16 +311,36 @@ class FileSinkTask(SinkTask):
             self.flush(current_offsets)
             return current_offsets
         self._rotate_due()
+        self._check_pending()
         return {tp: OffsetAndMetadata(self._committed_end[tp] + 1) for tp in current_offsets
                 if self._committed_end.get(tp, -1) >= 0}
 
     # writing
 
     def _write(self, tp: TopicPartition) -> None:
+        """Hand a partition's buffered records to the writer thread (after the write in
+        flight, if any, has finished)."""
         buf = self._buffers.pop(tp, None)
         if buf is None or not buf.count:
             return
-        for run in self._columnar_runs(buf.parts):
+        self.wait_for_writes()
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="file-sink-writer")
+        self._pending = self._writer.submit(self._write_parts, tp, buf.parts)
+
+    def _check_pending(self) -> None:
+        """Raise the failure of a finished write; never waits."""
+        if self._pending is not None and self._pending.done():
+            self.wait_for_writes()
+
+    def wait_for_writes(self) -> None:
+        """Block until the file in flight, if any, is written; raises its failure."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def _write_parts(self, tp: TopicPartition, parts: list[SinkRecord | SinkBatch]) -> None:
+        for run in self._columnar_runs(parts):
             if isinstance(run, _Columns):
                 table = pa.concat_tables(pa.Table.from_struct_array(b.values)
                                          for b in run.batches)

@@ -20,7 +20,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_RATIO = 0.5  # "the pipeline reaches at least half the raw rate"
-WARMUP_RECORDS = 2_000
+WARMUP_RECORDS = 20_000  # enough rows for the JVM to compile Spark's hot paths
 
 
 # -- data ----------------------------------------------------------------------------------------
@@ -438,6 +438,10 @@ def connector_alone_sink(worker: Any, config: dict[str, Any], records: list,
     return elapsed
 
 
+def warmup_records(settings: Settings) -> int:
+    return min(WARMUP_RECORDS, settings.records)
+
+
 def warm_up(worker: Any, settings: Settings, work: Path, topic: str,
             timeout: float = 180) -> float:
     """A small file -> topic -> file run through the same connectors, then deleted.
@@ -446,7 +450,7 @@ def warm_up(worker: Any, settings: Settings, work: Path, topic: str,
     Returns seconds taken.
     """
     t = time.perf_counter()
-    n = WARMUP_RECORDS
+    n = warmup_records(settings)
     generate(work / "warmup-in", n, 1)
     out = work / "warmup-out"
     h = worker.herder
@@ -481,6 +485,30 @@ def row(label: str, records: int, seconds: float, pipeline_rate: float | None = 
     if pipeline_rate is not None:
         text += "   " + verdict(pipeline_rate, rate)
     return text
+
+
+def spark_parse_alone(worker: Any, paths: list[Path], repeat: int = 3) -> float:
+    """Seconds Spark's json reader takes to parse the input files into Arrow on the worker's
+    session, with the schema given (nothing else: no runtime, no log): a ceiling for any
+    pipeline in which Spark parses the lines."""
+    spark = worker.spark.spark()
+    files = [str(p) for p in paths]
+    schema = spark.read.json(files[0]).schema  # inference is not timed
+
+    def once() -> float:
+        start = time.perf_counter()
+        spark.read.schema(schema).json(files).toArrow()
+        return time.perf_counter() - start
+
+    return best_of(repeat, once)
+
+
+def ceiling_note(records: int, spark_seconds: float, raw_seconds: float, raw: str) -> str:
+    """What Spark parsing alone allows: the best pipeline/raw ratio any Spark pipeline has."""
+    ratio = raw_seconds / spark_seconds
+    return (f"  {'Spark alone: its json reader, files -> Arrow':<54} {spark_seconds:8.3f} s "
+            f"{records / spark_seconds:>11,.0f} records/s   ceiling for pipeline/{raw} "
+            f"{ratio:5.2f}")
 
 
 def spark_note(phase: Phase) -> str:

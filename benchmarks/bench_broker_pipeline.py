@@ -37,12 +37,12 @@ from typing import Any
 
 from _pipeline import (
     ROOT,
-    WARMUP_RECORDS,
     Run,
     Settings,
     SparkJobs,
     assignment_note,
     best_of,
+    ceiling_note,
     fastest,
     generate,
     header,
@@ -53,10 +53,12 @@ from _pipeline import (
     sink_phase,
     source_phase,
     spark_note,
+    spark_parse_alone,
     start_spark,
     verdict,
     verify_output,
     warm_up,
+    warmup_records,
 )
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer
 from confluent_kafka import TopicPartition as KTP
@@ -241,9 +243,10 @@ def run(settings: Settings, bootstrap: str, work: Path, tolerance_runs: int,
         spark_s = start_spark(worker)
         warm_s = warm_up(worker, settings, work, f"{prefix}warmup")
         print(f"excluded from timing: SparkSession start {spark_s:.1f} s; warm-up pipeline "
-              f"({WARMUP_RECORDS:,} records file -> topic -> file, then deleted) {warm_s:.1f} s",
+              f"({warmup_records(settings):,} records file -> topic -> file, then deleted) {warm_s:.1f} s",
               flush=True)
         jobs = SparkJobs(worker.spark.spark())
+        spark_alone = spark_parse_alone(worker, paths)
         reps = iter(range(RAW_REPEAT))
         raw_produce = best_of(RAW_REPEAT, lambda: raw_kafka_produce(
             bootstrap, f"{prefix}raw-{next(reps)}", lines))
@@ -264,6 +267,7 @@ def run(settings: Settings, bootstrap: str, work: Path, tolerance_runs: int,
           f"{len(plain)} run(s); timed from connector creation until record N-1 is fetchable)")
     print(row(source.label, n, source.seconds))
     print(row("raw: confluent-kafka produce, the lines' bytes", n, raw_produce, source.rate))
+    print(ceiling_note(n, spark_alone, raw_produce, "raw"))
     print(spark_note(source))
     print()
     print(f"topic -> file (errors.tolerance=none, best of {len(plain)} run(s); timed from "

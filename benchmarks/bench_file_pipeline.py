@@ -33,13 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from _pipeline import (
-    WARMUP_RECORDS,
     Phase,
     Run,
     Settings,
     SparkJobs,
     assignment_note,
     best_of,
+    ceiling_note,
     connector_alone_sink,
     connector_alone_source,
     fastest,
@@ -52,9 +52,11 @@ from _pipeline import (
     sink_phase,
     source_phase,
     spark_note,
+    spark_parse_alone,
     start_spark,
     verify_output,
     warm_up,
+    warmup_records,
 )
 
 from kctl.api.records import TopicPartition
@@ -217,7 +219,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=4, help="input files (default 4)")
     parser.add_argument("--batch-max-rows", type=int, default=50_000)
     parser.add_argument("--flush-size", type=int, default=50_000)
-    parser.add_argument("--runs", type=int, default=2, help="pipeline runs (default 2)")
+    parser.add_argument("--runs", type=int, default=3, help="pipeline runs (default 3)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
     n = args.records or (20_000 if args.quick else 200_000)
@@ -259,11 +261,12 @@ def run(settings: Settings, work: Path, runs_wanted: int) -> None:
         spark_s = start_spark(worker)
         warm_s = warm_up(worker, settings, work, "bench-warmup")
         print(f"excluded from timing: SparkSession start {spark_s:.1f} s; warm-up pipeline "
-              f"({WARMUP_RECORDS:,} records file -> topic -> file, then deleted) {warm_s:.1f} s",
+              f"({warmup_records(settings):,} records file -> topic -> file, then deleted) {warm_s:.1f} s",
               flush=True)
         jobs = SparkJobs(worker.spark.spark())
 
         raw_read = best_of(RAW_REPEAT, lambda: raw_python_read(paths, n))
+        spark_alone = spark_parse_alone(worker, paths)
         raw_produce = raw_embedded_produce(work / "rawlog", lines)
         for k in range(1, runs_wanted + 1):
             runs.append(pipeline_run(worker, settings, work, k, jobs))
@@ -290,6 +293,7 @@ def run(settings: Settings, work: Path, runs_wanted: int) -> None:
     print(row("raw (c): embedded log producer, the pipeline's records", n, raw_records,
               source.rate))
     print("    (c) appends what the pipeline wrote, envelopes and exactly-once headers included")
+    print(ceiling_note(n, spark_alone, raw_read, "raw (a)"))
     print(spark_note(source))
     print()
     print("topic -> file (timed from connector creation until N lines are committed; "

@@ -37,9 +37,10 @@ def test_file_pipeline_benchmark_prints_rates_and_ratios():
                   "FileSourceTask.poll()", "FileSinkTask.put_batch()"):
         assert "records/s" in line_with(out, label)
     for label in ("raw (a): Python read", "raw (b): embedded log producer",
-                  "raw: embedded log consumer read"):
+                  "raw (c): embedded log producer", "raw: embedded log consumer read"):
         line = line_with(out, label)
         assert "records/s" in line and "pipeline/raw" in line and "target >= 0.5" in line
+    assert "ceiling for pipeline/raw (a)" in line_with(out, "Spark alone: its json reader")
     assert "excluded from timing: SparkSession start" in out
     assert "every id exactly once" in out
 
@@ -52,6 +53,7 @@ def test_broker_pipeline_benchmark_prints_rates_ratios_and_tolerance_cost():
     for label in ("raw: confluent-kafka produce", "raw: confluent-kafka consume"):
         line = line_with(out, label)
         assert "records/s" in line and "pipeline/raw" in line and "target >= 0.5" in line
+    assert "ceiling for pipeline/raw" in line_with(out, "Spark alone: its json reader")
     assert "target < 5%" in line_with(out, "cost of all")
     assert "excluded from timing: SparkSession start" in out
     assert "every id exactly once" in out

@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kctl.api.records import RecordMetadata, TopicPartition
 
@@ -43,9 +43,12 @@ class ProducerRecord:
     timestamp: int | None = None  # ms; None: the transport's clock
 
 
-@dataclass(frozen=True, slots=True)
-class LogRecord:
-    """A record as stored in a topic partition."""
+class LogRecord(NamedTuple):
+    """A record as stored in a topic partition.
+
+    A named tuple rather than a frozen dataclass: consumers build one per record read, and
+    a tuple is built in C, three times faster.
+    """
 
     topic: str
     partition: int

@@ -8,8 +8,10 @@ per record runs through the RetryWithToleranceOperator with its Kafka Connect st
 from __future__ import annotations
 
 import collections
+import itertools
 import json
 import logging
+import operator
 import re
 import threading
 import time
@@ -717,15 +719,20 @@ def _raise(err: BaseException) -> Any:
     raise err
 
 
+_TOPIC_PARTITION = operator.itemgetter(0, 1)  # LogRecord is a named tuple: C-speed access
+_KEY, _VALUE = operator.itemgetter(4), operator.itemgetter(5)
+_OFFSET, _TIMESTAMP, _HEADERS = operator.itemgetter(2), operator.itemgetter(3), operator.itemgetter(6)
+
+
 def _partition_runs(batch: Sequence[LogRecord]) -> list[list[LogRecord]]:
     """The records of each topic partition, in their order (a poll may interleave them)."""
     runs: dict[tuple[str, int], list[LogRecord]] = {}
-    for r in batch:
-        key = (r.topic, r.partition)
+    for key, group in itertools.groupby(batch, _TOPIC_PARTITION):
         run = runs.get(key)
         if run is None:
-            run = runs[key] = []
-        run.append(r)
+            runs[key] = list(group)
+        else:
+            run.extend(group)
     return list(runs.values())
 
 
@@ -981,8 +988,9 @@ class WorkerSinkTask(WorkerTask):
             self.originals = {(r.topic, r.partition, r.offset): r for r in batch}
         records: list[SinkRecord] = []
         columns: list[SinkBatch] = []
+        runs = _partition_runs(batch)
         if self._columnar():
-            for run in _partition_runs(batch):
+            for run in runs:
                 decoded = self._decode_columns(run)
                 if decoded is not None:
                     columns.append(decoded)
@@ -1001,8 +1009,9 @@ class WorkerSinkTask(WorkerTask):
             return  # stopped before the sink took the batch: its offsets stay uncommitted
         if records and not self._put(lambda: self.task.put(records), len(records)):
             return
-        for rec in batch:
-            self.current[TopicPartition(rec.topic, rec.partition)] = rec.offset + 1
+        for run in runs:
+            last = run[-1]
+            self.current[TopicPartition(last.topic, last.partition)] = last.offset + 1
         self.records_put += len(records) + sum(map(len, columns))
 
     def _convert_all(self, batch: Sequence[LogRecord]) -> list[SinkRecord]:
@@ -1029,20 +1038,20 @@ class WorkerSinkTask(WorkerTask):
         record by record, where a bad one gets its precise error and tolerance)."""
         first = run[0]
         topic = first.topic
-        if any(r.key is not None for r in run):
+        if list(map(_KEY, run)).count(None) != len(run):
             return None
         try:
             key = self.key_converter.to_connect_data(topic, None)
             if key.schema is not None or key.value is not None:
                 return None
-            decoded = self.value_converter.to_arrow(topic, [r.value for r in run])
+            decoded = self.value_converter.to_arrow(topic, list(map(_VALUE, run)))
         except Exception:
             return None
         if decoded is None or len(decoded[1]) != len(run):
             return None
         schema, values = decoded
-        return SinkBatch(topic, first.partition, [r.offset for r in run],
-                         [r.timestamp for r in run], [r.headers for r in run], schema, values)
+        return SinkBatch(topic, first.partition, list(map(_OFFSET, run)),
+                         list(map(_TIMESTAMP, run)), list(map(_HEADERS, run)), schema, values)
 
     def _put(self, put: Callable[[], Any], count: int) -> bool:
         """Retriable put failures redeliver the same batch with backoff (as Kafka Connect).

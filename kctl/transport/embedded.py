@@ -171,9 +171,12 @@ def _encode(offset: int, timestamp: int, key: bytes | None, value: bytes | None,
     return _PRE.pack(len(body), zlib.crc32(body)) + body
 
 
-def _starts(frames: Sequence[bytes]) -> list[int]:
-    """Where each frame begins in their concatenation."""
-    return list(itertools.accumulate((len(f) for f in frames[:-1]), initial=0))
+def _encode_rows(base: int, items: Iterable[tuple[int, bytes | None, bytes | None, HeaderList]]
+                 ) -> tuple[bytes, list[int]]:
+    """(timestamp, key, value, headers) rows as frames from offset `base` on: (bytes, where
+    each frame begins)."""
+    frames = [_encode(base + i, ts, k, v, h) for i, (ts, k, v, h) in enumerate(items)]
+    return b"".join(frames), list(itertools.accumulate((len(f) for f in frames[:-1]), initial=0))
 
 
 _HEAD = [("offset", ">i8"), ("timestamp", ">i8"), ("key", ">i4"), ("value", ">i4"),
@@ -485,8 +488,7 @@ class _Partition:
                 raise TransportError(
                     f"compacted topic {self.topic} requires a key on every record")
             base = self.next_offset
-            frames = [_encode(base + i, ts, k, v, h) for i, (ts, k, v, h) in enumerate(items)]
-            self._write_locked(b"".join(frames), _starts(frames))
+            self._write_locked(*_encode_rows(base, items))
             if self.compacted:
                 for i, (_, k, v, _) in enumerate(items):
                     self.latest[k] = (base + i, v is None)
@@ -503,13 +505,11 @@ class _Partition:
                     f"compacted topic {self.topic} requires a key on every record")
             base = self.next_offset
             encoded = _encode_columns(base, timestamp, values, headers)
-            if encoded is None:
+            if encoded is None:  # a null somewhere: the per-row encoder
                 rows, row_headers = column_rows(values, headers)
-                frames = [_encode(base + i, timestamp, None, v, h)
-                          for i, (v, h) in enumerate(zip(rows, row_headers, strict=True))]
-                self._write_locked(b"".join(frames), _starts(frames))
-            else:
-                self._write_locked(*encoded)
+                encoded = _encode_rows(base, ((timestamp, None, v, h) for v, h
+                                              in zip(rows, row_headers, strict=True)))
+            self._write_locked(*encoded)
             return base
 
     def _check_writable(self) -> None:

@@ -97,7 +97,7 @@ def _joined_lines(texts: pa.Array) -> pa.Buffer:
     return joined.buffers()[2][first:first + int(pc.sum(pc.binary_length(joined)).as_py() or 0)]
 
 
-def _may_add_keys(texts: pa.Array, lines: pa.Buffer, known: list[str]) -> bool:
+def _may_add_keys(lines: pa.Buffer, known: list[str]) -> bool:
     """Whether some line (all start with `{`) may carry a top-level field the schema lacks.
 
     One pass of pyarrow's JSON reader over all lines finds their top-level names; only
@@ -469,7 +469,7 @@ class FileSourceTask(SourceTask):
                 objects = pc.all(pc.starts_with(texts, "{")).as_py()
                 known = [f.name for f in StructType.fromDDL(ddl).fields]
                 check_keys = not self._schema_given and (
-                    not objects or _may_add_keys(texts, lines, known))
+                    not objects or _may_add_keys(lines, known))
                 if spool is not None and objects and not check_keys:
                     # Spark's json reader straight from the file: half the cost of from_json
                     # on a text column. Rows come back in file order (one file's splits stay

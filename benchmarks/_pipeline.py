@@ -67,8 +67,8 @@ class Settings:
 
     records: int
     files: int = 4
-    batch_max_rows: int = 50_000
-    flush_size: int = 50_000
+    batch_max_rows: int | None = None  # None: FileSource's default
+    flush_size: int | None = None  # None: FileSink's default
     guarantee: str = "exactly_once"
     master: str = "local[2]"
     driver_memory: str = "1g"
@@ -79,13 +79,28 @@ class Settings:
                 "spark.master": self.master, "spark.driver.memory": self.driver_memory,
                 "spark.ui.enabled": "false", **self.worker_extra}
 
+    @property
+    def rows_per_batch(self) -> int:
+        from kctl.connectors.file.source import CONFIG_DEF as SOURCE_DEF
+
+        return self.batch_max_rows or SOURCE_DEF.parse({"path": "-", "topic": "-"})[
+            "batch.max.rows"]
+
+    @property
+    def records_per_file(self) -> int:
+        from kctl.connectors.file.sink import CONFIG_DEF as SINK_DEF
+
+        return self.flush_size or SINK_DEF.parse({"path": "-", "topics": "-"})["flush.size"]
+
     def source(self, path: Path, topic: str, **extra: Any) -> dict[str, Any]:
         return {"connector.class": "FileSource", "path": str(path), "format": "json",
-                "topic": topic, "batch.max.rows": self.batch_max_rows, **extra}
+                "topic": topic, "batch.max.rows": self.rows_per_batch, **extra}
 
     def sink(self, topic: str, outdir: Path, **extra: Any) -> dict[str, Any]:
+        """flush.size at most the records moved, so the last file need not wait for the
+        time-based rotation."""
         return {"connector.class": "FileSink", "topics": topic, "path": str(outdir),
-                "format": "json", "flush.size": min(self.flush_size, self.records),
+                "format": "json", "flush.size": min(self.records_per_file, self.records),
                 "delivery.guarantee": self.guarantee, **extra}
 
     def describe(self) -> str:
@@ -100,7 +115,7 @@ class Settings:
                 f"offset.flush.interval.ms {worker.get_int('offset.flush.interval.ms')}, "
                 f"value.converter {worker.get_str('value.converter')} (schemas.enable default), "
                 f"exactly.once.source.support {worker.get_str('exactly.once.source.support')}\n"
-                f"FileSource: format json, batch.max.rows {self.batch_max_rows}, tasks.max 1, "
+                f"FileSource: format json, batch.max.rows {self.rows_per_batch}, tasks.max 1, "
                 f"schema inferred\n"
                 f"FileSink: format json, delivery.guarantee {self.guarantee}, "
                 f"flush.size {sink['flush.size']}, rotate.interval.ms "
@@ -456,7 +471,7 @@ def warm_up(worker: Any, settings: Settings, work: Path, topic: str,
     h = worker.herder
     h.create_connector("warmup-source", settings.source(work / "warmup-in", topic))
     h.create_connector("warmup-sink", {**settings.sink(topic, out),
-                                       "flush.size": min(settings.flush_size, n)})
+                                       "flush.size": min(settings.records_per_file, n)})
     wait_for_count(CommittedLines(out), n, worker=worker, names=["warmup-source", "warmup-sink"],
                    timeout=timeout, what="warm-up lines")
     h.delete_connector("warmup-sink")

@@ -195,8 +195,10 @@ def main() -> None:
                         help="records to move (default 200000; 20000 with --quick)")
     parser.add_argument("--quick", action="store_true", help="a small run (20k records)")
     parser.add_argument("--files", type=int, default=4, help="input files (default 4)")
-    parser.add_argument("--batch-max-rows", type=int, default=50_000)
-    parser.add_argument("--flush-size", type=int, default=50_000)
+    parser.add_argument("--batch-max-rows", type=int, default=None,
+                        help="FileSource batch.max.rows (default: the connector's default)")
+    parser.add_argument("--flush-size", type=int, default=None,
+                        help="FileSink flush.size (default: the connector's default)")
     parser.add_argument("--tolerance-runs", type=int, default=2,
                         help="runs of each errors.tolerance setting (default 2)")
     parser.add_argument("--bootstrap", help="use this broker instead of starting Tansu")

@@ -195,8 +195,10 @@ def main() -> None:
                         help="records to move (default 200000; 20000 with --quick)")
     parser.add_argument("--quick", action="store_true", help="a small run (20k records)")
     parser.add_argument("--files", type=int, default=4, help="input files (default 4)")
-    parser.add_argument("--batch-max-rows", type=int, default=50_000)
-    parser.add_argument("--flush-size", type=int, default=50_000)
+    parser.add_argument("--batch-max-rows", type=int, default=None,
+                        help="FileSource batch.max.rows (default: the connector's default)")
+    parser.add_argument("--flush-size", type=int, default=None,
+                        help="FileSink flush.size (default: the connector's default)")
     parser.add_argument("--runs", type=int, default=3, help="pipeline runs (default 3)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()

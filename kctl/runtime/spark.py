@@ -7,6 +7,7 @@ JVM) and stopped once, on shutdown.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sys
@@ -108,6 +109,7 @@ class SparkEngine:
             session = builder.getOrCreate()
         except Exception as e:
             raise ConnectError(f"Could not start Spark with master {self.master}: {e}") from e
+        _freeze_startup_objects()
         return session
 
     def stop(self) -> None:
@@ -127,6 +129,19 @@ class SparkEngine:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _freeze_startup_objects() -> None:
+    """Take what is alive once Spark has started (pyspark, py4j, pandas, the worker: some
+    100k objects) out of the garbage collector's sight.
+
+    Tasks allocate records in batches that outlive young collections, so a full collection
+    runs every few batches, and each one walked all of these objects again: measured here,
+    that was 45% of a consumer's time reading 200k records. Frozen objects are still freed
+    when their references go; only cycles among them are never collected.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def small_conf(master: str = "local[2]") -> dict[str, str]:

@@ -121,6 +121,27 @@ def test_batch_max_rows_bounds_every_poll(engine, tmp_path):
         assert mine == [f"{n}-{i}" for i in range(10)]
 
 
+def test_batch_max_bytes_bounds_every_poll_and_a_longer_line_still_passes(engine, tmp_path):
+    lines = [f"{i:02d}-" + "x" * (i % 7 * 10) for i in range(40)]
+    lines.insert(17, "L" * 500)  # longer than the whole budget: a poll of its own
+    write(tmp_path / "a.txt", "".join(line + "\n" for line in lines))
+    store = OffsetStore()
+    task = start_task(engine, store, path=str(tmp_path), format="text",
+                      **{"batch.max.bytes": "100"})
+    seen: list[str] = []
+    while batch := poll(task):
+        got = values(batch)
+        assert len(got) == 1 or sum(len(v) + 1 for v in got) <= 100, got
+        seen.extend(got)
+        store.ack(batch)
+    assert seen == lines
+    # the stored position is exact: a restarted task reads only what is appended
+    write(tmp_path / "a.txt", "new\n", "a")
+    again = start_task(engine, store, path=str(tmp_path), format="text",
+                       **{"batch.max.bytes": "100"})
+    assert values(drain(again, store)) == ["new"]
+
+
 # --- json ---------------------------------------------------------------------------------
 
 

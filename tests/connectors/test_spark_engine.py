@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 
@@ -68,6 +69,17 @@ def test_nothing_starts_until_a_task_asks_and_then_only_once(builder):
     assert conf["spark.sql.shuffle.partitions"] == "4"
     assert conf["spark.ui.showConsoleProgress"] == "false"
     assert "spark.master" not in conf
+
+
+def test_objects_alive_once_spark_has_started_are_frozen_out_of_the_collector(builder):
+    gc.unfreeze()
+    try:
+        engine = SparkEngine({})
+        assert gc.get_freeze_count() == 0  # creating the engine starts nothing
+        engine.spark()
+        assert gc.get_freeze_count() > 1000
+    finally:
+        gc.unfreeze()
 
 
 def test_default_master_is_all_local_cores(builder):

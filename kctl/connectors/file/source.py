@@ -8,6 +8,7 @@ appended lines are read without re-reading the file. Parquet files are read whol
 
 from __future__ import annotations
 
+import bisect
 import collections
 import contextlib
 import itertools
@@ -74,9 +75,12 @@ CONFIG_DEF = (
             doc="Topic the records are written to.", group="File")
     .define("poll.interval.ms", ConfigType.LONG, 1000, Range.at_least(1), Importance.MEDIUM,
             "How often new files and appended lines are looked for.", group="File")
-    .define("batch.max.rows", ConfigType.INT, 20000, Range.at_least(1), Importance.MEDIUM,
-            "Most rows per poll, i.e. per Spark job (a job costs ~0.1 s, so batch big).",
-            group="File")
+    .define("batch.max.rows", ConfigType.INT, 100_000, Range.at_least(1), Importance.MEDIUM,
+            "Most rows per poll, i.e. per Spark job: a job costs 0.1-0.2 s of JVM time "
+            "however small, so batch big.", group="File")
+    .define("batch.max.bytes", ConfigType.INT, 16 << 20, Range.at_least(1), Importance.LOW,
+            "Most bytes of lines per poll (at least one line), so long lines do not make "
+            "batch.max.rows a memory problem.", group="File")
     .define("schema", ConfigType.STRING, "", SparkDdl(), Importance.MEDIUM,
             "Spark DDL schema for csv/json (e.g. `id BIGINT, name STRING`); empty: inferred "
             "from the first lines read, and for json widened with every top-level field that "
@@ -251,6 +255,7 @@ class FileSourceTask(SourceTask):
         self.topic: str = c["topic"]
         self.interval = c["poll.interval.ms"] / 1000
         self.batch_max: int = c["batch.max.rows"]
+        self.batch_bytes: int = c["batch.max.bytes"]
         self._schema_ddl = c["schema"].strip() or None
         self._schema_given = self._schema_ddl is not None
         self.csv_header: bool = c["csv.header"]
@@ -335,8 +340,9 @@ class FileSourceTask(SourceTask):
         self._round = (self._round + 1) % len(files)
         return files[self._round:] + files[:self._round]
 
-    def _read_chunk(self, st: _FileState, budget: int) -> _Chunk | None:
-        """Up to `budget` complete lines after st.position; a trailing partial line waits."""
+    def _read_chunk(self, st: _FileState, budget: int, byte_budget: int) -> _Chunk | None:
+        """Up to `budget` complete lines after st.position, stopping after the line that
+        reaches `byte_budget` bytes; a trailing partial line waits."""
         try:
             size = os.path.getsize(st.path)
         except OSError:
@@ -352,17 +358,23 @@ class FileSourceTask(SourceTask):
         with open(st.path, "rb") as fh:
             fh.seek(st.position)
             tail = b""
-            while len(raw) < budget:
-                data = fh.read(_READ_CHUNK)
+            taken = 0
+            while len(raw) < budget and taken < byte_budget:
+                data = fh.read(min(_READ_CHUNK, max(byte_budget - taken, 1 << 16)))
                 if not data:
                     break
                 crlf = crlf or b"\r" in data
                 parts = (tail + data).split(b"\n")
                 tail = parts.pop()  # no newline yet: not a complete line
-                raw.extend(parts[:budget - len(raw)])
+                parts = parts[:budget - len(raw)]
+                raw.extend(parts)
+                taken += sum(map(len, parts)) + len(parts)
         if not raw:
             return None
         ends = list(itertools.accumulate((len(r) + 1 for r in raw), initial=st.position))[1:]
+        if ends[-1] - st.position > byte_budget:  # keep the lines within it (at least one)
+            keep = max(1, bisect.bisect_right(ends, st.position + byte_budget))
+            raw, ends = raw[:keep], ends[:keep]
         if crlf:
             raw = [r[:-1] if r.endswith(b"\r") else r for r in raw]
         try:
@@ -375,14 +387,16 @@ class FileSourceTask(SourceTask):
 
     def _poll_lines(self) -> list[SourceBatch | MalformedLine]:
         chunks: list[_Chunk] = []
-        total = 0
+        total = size = 0
         for st in self._ordered_files():
-            if total >= self.batch_max:
+            if total >= self.batch_max or size >= self.batch_bytes:
                 break
-            chunk = self._read_chunk(st, self.batch_max - total)
+            start = st.position
+            chunk = self._read_chunk(st, self.batch_max - total, self.batch_bytes - size)
             if chunk is not None:
                 chunks.append(chunk)
                 total += len(chunk)
+                size += st.position - start
         if not chunks:
             return []
         if self.format == "text":

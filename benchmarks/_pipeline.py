@@ -83,14 +83,13 @@ class Settings:
     def rows_per_batch(self) -> int:
         from kctl.connectors.file.source import CONFIG_DEF as SOURCE_DEF
 
-        return self.batch_max_rows or SOURCE_DEF.parse({"path": "-", "topic": "-"})[
-            "batch.max.rows"]
+        return self.batch_max_rows or SOURCE_DEF.keys["batch.max.rows"].default
 
     @property
     def records_per_file(self) -> int:
         from kctl.connectors.file.sink import CONFIG_DEF as SINK_DEF
 
-        return self.flush_size or SINK_DEF.parse({"path": "-", "topics": "-"})["flush.size"]
+        return self.flush_size or SINK_DEF.keys["flush.size"].default
 
     def source(self, path: Path, topic: str, **extra: Any) -> dict[str, Any]:
         return {"connector.class": "FileSource", "path": str(path), "format": "json",

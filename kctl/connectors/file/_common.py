@@ -6,9 +6,12 @@ import glob
 import os
 import re
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kctl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 _DDL_FIELD = re.compile(r"^\s*`?[A-Za-z_][\w$]*`?\s*(?::\s*)?\S.*$", re.S)
 
@@ -82,6 +85,16 @@ def list_files(path: str) -> list[str]:
     else:
         found = []
     return sorted(os.path.abspath(p) for p in found if _visible(p))
+
+
+def reads_local_files(spark: SparkSession) -> bool:
+    """Whether Spark's executors see this machine's files (a local master), so data can
+    travel through a temporary file instead of as Arrow over the gateway; a cluster or a
+    Spark Connect server may run elsewhere."""
+    try:
+        return str(spark.sparkContext.master).startswith("local")
+    except Exception:  # Spark Connect: no SparkContext
+        return False
 
 
 def owner_of(filename: str, count: int) -> int:

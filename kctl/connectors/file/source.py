@@ -49,6 +49,7 @@ from kctl.connectors.file._common import (
     decode_delimiter,
     list_files,
     owner_of,
+    reads_local_files,
 )
 
 if TYPE_CHECKING:
@@ -537,10 +538,7 @@ class FileSourceTask(SourceTask):
         """On a local master, the lines go to a temporary file Spark reads by itself (half
         the cost of sending them as Arrow); other masters may not see this machine's files."""
         if self._local is None:
-            try:
-                self._local = str(spark.sparkContext.master).startswith("local")
-            except Exception:  # Spark Connect: no SparkContext, and maybe another machine
-                self._local = False
+            self._local = reads_local_files(spark)
         if not self._local:
             return None
         fd, path = tempfile.mkstemp(prefix="kctl-lines-", suffix=".txt")

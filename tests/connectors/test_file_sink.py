@@ -80,6 +80,25 @@ def test_files_rotate_by_count_and_are_named_after_their_offset_range(engine, tm
     assert not [n for n in os.listdir(tmp_path / "orders" / "partition=0") if n.startswith(".")]
 
 
+def completed_spark_jobs(engine) -> int:
+    return engine.spark().sparkContext._jsc.sc().statusStore().jobsList(None).length()
+
+
+def test_on_a_local_master_each_file_costs_one_spark_job(engine, tmp_path):
+    """A Spark job has a fixed cost of 0.1-0.2 s here, so a write must not add another
+    (say, one to infer the schema of the rows it hands Spark)."""
+    task, _ = start_task(engine, tmp_path, **{"flush.size": "4", "rotate.interval.ms": "-1"})
+    task.open([TP])
+    task.put([rec(0)])
+    task.flush(current(1))  # Spark has started
+    before = completed_spark_jobs(engine)
+    task.put([rec(i) for i in range(1, 13)])
+    task.wait_for_writes()
+    assert completed_spark_jobs(engine) - before == 3
+    assert ids_in(tmp_path) == list(range(13))
+    assert not [n for n in os.listdir(tmp_path / "orders" / "partition=0") if n.startswith(".")]
+
+
 def test_files_rotate_by_time_on_the_injected_clock(engine, tmp_path):
     clock = FakeClock()
     task, _ = start_task(engine, tmp_path, clock, **{"flush.size": "1000",

@@ -450,8 +450,11 @@ class FileSinkTask(SinkTask):
 
     def _frame(self, table: pa.Table, tmp: str) -> DataFrame:
         """The rows as a DataFrame. On a local master Spark reads them from a Parquet file
-        in the write's temporary directory: measured here, a 100k-row write takes 0.25-0.3 s
-        that way against 0.4-0.5 s through createDataFrame's Arrow path."""
+        in the write's temporary directory, with the schema given (inferring it is a Spark
+        job of its own): measured here, a 100k-row json write takes 0.16-0.2 s that way
+        against 0.4-0.5 s through createDataFrame's Arrow path."""
+        from pyspark.sql.pandas.types import from_arrow_schema
+
         spark = self._spark()
         if self._local is None:
             self._local = reads_local_files(spark)
@@ -460,7 +463,7 @@ class FileSinkTask(SinkTask):
         os.makedirs(tmp)
         rows = os.path.join(tmp, "rows.parquet")
         pq.write_table(table, rows)
-        return spark.read.parquet(rows)
+        return spark.read.schema(from_arrow_schema(table.schema)).parquet(rows)
 
     def _spark(self) -> SparkSession:
         return self.context.spark()

@@ -43,9 +43,10 @@ class Converter(ABC):
         binary array (null for a null encoding), or None."""
         return None
 
-    def to_arrow(self, topic: str,
-                 values: Sequence[bytes | None]) -> tuple[Schema, pa.Array] | None:
-        """Values that share one schema, decoded into one Arrow column, or None."""
+    def to_arrow(self, topic: str, values: pa.Array | Sequence[bytes | None]
+                 ) -> tuple[Schema, pa.Array] | None:
+        """Values that share one schema (a binary array, or the byte strings themselves),
+        decoded into one Arrow column, or None."""
         return None
 
 

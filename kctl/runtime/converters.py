@@ -836,14 +836,19 @@ class JsonConverter(Converter, HeaderConverter):
         except Exception:
             return None
 
-    def to_arrow(self, topic: str,
-                 values: Sequence[bytes | None]) -> tuple[Schema, pa.Array] | None:
+    def to_arrow(self, topic: str, values: pa.Array | Sequence[bytes | None]
+                 ) -> tuple[Schema, pa.Array] | None:
         """Envelopes that all carry one STRUCT schema, decoded into one column, or None."""
-        if not self.schemas_enabled or len(values) == 0 or values[0] is None:
+        if not self.schemas_enabled or len(values) == 0:
+            return None
+        import pyarrow as pa
+
+        first = values[0].as_py() if isinstance(values, pa.Array) else values[0]
+        if first is None:
             return None
         from kctl.runtime import json_columns
         try:
-            found = json_columns.envelope_prefix(bytes(values[0]))
+            found = json_columns.envelope_prefix(bytes(first))
             if found is None:
                 return None
             prefix, schema_text = found

@@ -336,7 +336,7 @@ class _Payloads:
             self.checked = True
 
 
-def decode_envelopes(values: Sequence[bytes | None], prefix: bytes,
+def decode_envelopes(values: pa.Array | Sequence[bytes | None], prefix: bytes,
                      schema: Schema) -> pa.Array | None:
     """Each value's payload as one row of a column of `schema` (a supported STRUCT), or None.
 
@@ -358,13 +358,16 @@ def decode_envelopes(values: Sequence[bytes | None], prefix: bytes,
     n = len(values)
     if n == 0:
         return None
-    if not all(type(v) is bytes for v in values):
+    if isinstance(values, pa.Array):
+        if not pa.types.is_binary(values.type):
+            return None
+    elif not all(type(v) is bytes for v in values):
         # bytes(v) is what the per-record path reads; anything else (str, None) fails there
         if not all(isinstance(v, bytes | bytearray | memoryview) for v in values):
             return None
         values = [bytes(v) for v in values]
     try:
-        arr = pa.array(values, pa.binary())
+        arr = values if isinstance(values, pa.Array) else pa.array(values, pa.binary())
         if not isinstance(arr, pa.Array) or arr.null_count or len(arr) != n:
             return None
         if not (pc.all(pc.starts_with(arr, prefix)).as_py()
@@ -380,6 +383,10 @@ def decode_envelopes(values: Sequence[bytes | None], prefix: bytes,
         data = _span(lines)
         table = pa_json.read_json(
             pa.BufferReader(data),
+            # one block on this thread: the same time as Arrow's thread pool here and half
+            # the CPU, which the worker's other tasks and Spark need
+            read_options=pa_json.ReadOptions(use_threads=False,
+                                             block_size=max(1 << 20, min(len(data) + 1, 1 << 30))),
             parse_options=pa_json.ParseOptions(
                 explicit_schema=pa.schema([pa.field(_WRAP, _parse_type(schema))]),
                 unexpected_field_behavior="error", newlines_in_values=False))

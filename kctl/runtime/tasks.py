@@ -7,11 +7,10 @@ per record runs through the RetryWithToleranceOperator with its Kafka Connect st
 
 from __future__ import annotations
 
+import bisect
 import collections
-import itertools
 import json
 import logging
-import operator
 import re
 import threading
 import time
@@ -57,6 +56,7 @@ from kctl.transport.base import (
     LogRecord,
     Producer,
     ProducerRecord,
+    RecordColumns,
 )
 
 log = logging.getLogger("kctl.tasks")
@@ -719,23 +719,6 @@ def _raise(err: BaseException) -> Any:
     raise err
 
 
-_TOPIC_PARTITION = operator.itemgetter(0, 1)  # LogRecord is a named tuple: C-speed access
-_KEY, _VALUE = operator.itemgetter(4), operator.itemgetter(5)
-_OFFSET, _TIMESTAMP, _HEADERS = operator.itemgetter(2), operator.itemgetter(3), operator.itemgetter(6)
-
-
-def _partition_runs(batch: Sequence[LogRecord]) -> list[list[LogRecord]]:
-    """The records of each topic partition, in their order (a poll may interleave them)."""
-    runs: dict[tuple[str, int], list[LogRecord]] = {}
-    for key, group in itertools.groupby(batch, _TOPIC_PARTITION):
-        run = runs.get(key)
-        if run is None:
-            runs[key] = list(group)
-        else:
-            run.extend(group)
-    return list(runs.values())
-
-
 def _offset_json(offsets: Mapping[str, Sequence[Any]], n: int) -> Any:
     """Each row's source offset as compact JSON (what json.dumps writes): a pyarrow string
     array of n rows."""
@@ -825,6 +808,23 @@ class _ErrantRecordReporter:
                                _class_name(owner.task), consumed=consumed)
 
 
+class _PolledRecords:
+    """(topic, partition, offset) -> the record as polled, found when asked for: a
+    columnar poll has no record objects to index up front."""
+
+    def __init__(self, polled: list[RecordColumns]):
+        self._polled = polled
+
+    def get(self, where: tuple[str, int, int]) -> LogRecord | None:
+        topic, partition, offset = where
+        for run in self._polled:
+            if run.topic == topic and run.partition == partition:
+                i = bisect.bisect_left(run.offsets, offset)
+                if i < len(run) and run.offsets[i] == offset:
+                    return run.record(i)
+        return None
+
+
 def _original_position(record: SinkRecord) -> tuple[str, int, int]:
     """Where the record was consumed, even when a transform renamed its topic."""
     partition = (record.original_kafka_partition if record.original_kafka_partition is not None
@@ -875,7 +875,7 @@ class WorkerSinkTask(WorkerTask):
         self.retry_timeout_ms = 0
         self.commit_requested = False
         self.errant_reporter = _ErrantRecordReporter(self) if has_reporters else None
-        self.originals: dict[tuple[str, int, int], LogRecord] = {}
+        self.originals: Mapping[tuple[str, int, int], LogRecord] | _PolledRecords = {}
         self._subscribed: set[str] = set()
         self.records_put = 0
         self._columnar_ok: bool | None = None
@@ -931,10 +931,16 @@ class WorkerSinkTask(WorkerTask):
         next_commit = self.clock() + self.commit_interval
         next_topic_scan = self.clock() + 5
         while self.wait_if_paused():
-            batch = self.consumer.poll_batch(self.max_poll_records, 0.2)
-            self._apply_rewinds()
-            if batch:
-                self._deliver(batch)
+            if self._columnar():
+                polled = self.consumer.poll_columns(self.max_poll_records, 0.2)
+                self._apply_rewinds()
+                if polled:
+                    self._deliver_columns(polled)
+            else:
+                batch = self.consumer.poll_batch(self.max_poll_records, 0.2)
+                self._apply_rewinds()
+                if batch:
+                    self._deliver(batch)
             now = self.clock()
             if now >= next_commit or self.commit_requested:
                 self.commit_requested = False
@@ -983,21 +989,30 @@ class WorkerSinkTask(WorkerTask):
         return LogRecord(topic, partition, offset, record.timestamp or 0, key, value, headers)
 
     def _deliver(self, batch: list[LogRecord]) -> None:
-        track_originals = self.errant_reporter is not None
-        if track_originals:
+        """Record by record: converters, transforms, then the task's put."""
+        if self.errant_reporter is not None:
             self.originals = {(r.topic, r.partition, r.offset): r for r in batch}
+        ends = {(r.topic, r.partition): r.offset for r in batch}
+        self._hand_over([], self._convert_all(batch), ends)
+
+    def _deliver_columns(self, polled: list[RecordColumns]) -> None:
+        """Each partition's records as one column when the converters can decode them so
+        (the task's put_batch), else record by record."""
+        if self.errant_reporter is not None:
+            self.originals = _PolledRecords(polled)
         records: list[SinkRecord] = []
         columns: list[SinkBatch] = []
-        runs = _partition_runs(batch)
-        if self._columnar():
-            for run in runs:
-                decoded = self._decode_columns(run)
-                if decoded is not None:
-                    columns.append(decoded)
-                else:
-                    records.extend(self._convert_all(run))
-        else:
-            records = self._convert_all(batch)
+        for run in polled:
+            decoded = self._decode_columns(run)
+            if decoded is not None:
+                columns.append(decoded)
+            else:
+                records.extend(self._convert_all(run.records()))
+        self._hand_over(columns, records, {(r.topic, r.partition): r.offsets[-1] for r in polled})
+
+    def _hand_over(self, columns: list[SinkBatch], records: list[SinkRecord],
+                   ends: Mapping[tuple[str, int], int]) -> None:
+        """Put, then move each partition's position past the last offset polled."""
         pending = collections.deque(columns)
 
         def put_columns() -> None:  # a retry resumes at the batch that failed
@@ -1009,9 +1024,8 @@ class WorkerSinkTask(WorkerTask):
             return  # stopped before the sink took the batch: its offsets stay uncommitted
         if records and not self._put(lambda: self.task.put(records), len(records)):
             return
-        for run in runs:
-            last = run[-1]
-            self.current[TopicPartition(last.topic, last.partition)] = last.offset + 1
+        for (topic, partition), last in ends.items():
+            self.current[TopicPartition(topic, partition)] = last + 1
         self.records_put += len(records) + sum(map(len, columns))
 
     def _convert_all(self, batch: Sequence[LogRecord]) -> list[SinkRecord]:
@@ -1033,25 +1047,24 @@ class WorkerSinkTask(WorkerTask):
                 and type(self.task).put_batch is not SinkTask.put_batch)
         return ok
 
-    def _decode_columns(self, run: Sequence[LogRecord]) -> SinkBatch | None:
+    def _decode_columns(self, run: RecordColumns) -> SinkBatch | None:
         """Keyless records of one partition decoded as one column, or None (then they go
         record by record, where a bad one gets its precise error and tolerance)."""
-        first = run[0]
-        topic = first.topic
-        if list(map(_KEY, run)).count(None) != len(run):
+        topic = run.topic
+        if run.keys is not None and run.keys.count(None) != len(run.keys):
             return None
         try:
             key = self.key_converter.to_connect_data(topic, None)
             if key.schema is not None or key.value is not None:
                 return None
-            decoded = self.value_converter.to_arrow(topic, list(map(_VALUE, run)))
+            decoded = self.value_converter.to_arrow(topic, run.values)
         except Exception:
             return None
         if decoded is None or len(decoded[1]) != len(run):
             return None
         schema, values = decoded
-        return SinkBatch(topic, first.partition, list(map(_OFFSET, run)),
-                         list(map(_TIMESTAMP, run)), list(map(_HEADERS, run)), schema, values)
+        return SinkBatch(topic, run.partition, run.offsets, run.timestamps, run.headers,
+                         schema, values)
 
     def _put(self, put: Callable[[], Any], count: int) -> bool:
         """Retriable put failures redeliver the same batch with backoff (as Kafka Connect).

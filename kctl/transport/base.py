@@ -147,6 +147,54 @@ class Producer(ABC):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class RecordColumns:
+    """Consecutive records of one topic partition as columns: what `poll_columns` returns,
+    so a columnar sink path builds no object per record. Row i is
+    `LogRecord(topic, partition, offsets[i], timestamps[i], keys[i], values[i], headers[i])`.
+    """
+
+    topic: str
+    partition: int
+    offsets: Sequence[int]
+    timestamps: Sequence[int]
+    keys: Sequence[bytes | None] | None  # None: no record has a key
+    values: pa.Array  # binary; null where a record's value is null
+    headers: Sequence[HeaderList]
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def record(self, i: int) -> LogRecord:
+        return LogRecord(self.topic, self.partition, self.offsets[i], self.timestamps[i],
+                         None if self.keys is None else self.keys[i], self.values[i].as_py(),
+                         self.headers[i])
+
+    def records(self) -> list[LogRecord]:
+        keys: Iterable[bytes | None] = [None] * len(self) if self.keys is None else self.keys
+        return [LogRecord(self.topic, self.partition, o, t, k, v, h) for o, t, k, v, h in
+                zip(self.offsets, self.timestamps, keys, self.values.to_pylist(), self.headers,
+                    strict=True)]
+
+
+def columns_of(records: Sequence[LogRecord]) -> list[RecordColumns]:
+    """Polled records as one RecordColumns per topic partition, in their order."""
+    import pyarrow as pa
+
+    runs: dict[tuple[str, int], list[LogRecord]] = {}
+    for r in records:
+        runs.setdefault((r.topic, r.partition), []).append(r)
+    out = []
+    for (topic, partition), run in runs.items():
+        keys = [r.key for r in run]
+        out.append(RecordColumns(topic, partition, [r.offset for r in run],
+                                 [r.timestamp for r in run],
+                                 None if keys.count(None) == len(keys) else keys,
+                                 pa.array([r.value for r in run], pa.binary()),
+                                 [r.headers for r in run]))
+    return out
+
+
 class Consumer(ABC):
     """One consumer; `subscribe` joins a group whose partitions are shared by its members."""
 
@@ -164,6 +212,11 @@ class Consumer(ABC):
     @abstractmethod
     def poll_batch(self, max_records: int, timeout: float) -> list[LogRecord]:
         """Up to max_records from the assigned, unpaused partitions; rebalance callbacks run here."""
+
+    def poll_columns(self, max_records: int, timeout: float) -> list[RecordColumns]:
+        """`poll_batch` as columns. A transport that stores records back to back overrides
+        it to cut the columns out of what it read without a LogRecord per record."""
+        return columns_of(self.poll_batch(max_records, timeout))
 
     @abstractmethod
     def seek(self, tp: TopicPartition, offset: int) -> None: ...

@@ -68,6 +68,7 @@ from kctl.transport.base import (
     Producer,
     ProducerRecord,
     RebalanceCallback,
+    RecordColumns,
     TopicSpec,
     Transport,
     column_rows,
@@ -91,6 +92,7 @@ LOCK_FILE = "LOCK"
 
 _PRE = struct.Struct(">II")  # length of the body, crc32 of the body
 _BODY = struct.Struct(">qqiiH")  # offset, timestamp, key length, value length, header count
+_OFFSET = struct.Struct(">q")  # the body's first field
 _HK = struct.Struct(">H")
 _HV = struct.Struct(">i")
 _PRE_SIZE = _PRE.size
@@ -98,6 +100,7 @@ _BODY_SIZE = _BODY.size
 _MAX_FRAME = 1 << 30
 
 READ_CHUNK = 1 << 20
+COLUMN_READ_CHUNK = 16 << 20  # a columnar read takes one buffer per partition and poll
 INDEX_INTERVAL = 1 << 16  # one sparse index entry per 64 KiB of log
 SEGMENT_BYTES = 256 << 20
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
@@ -278,27 +281,118 @@ def _decode(buf: bytes, topic: str, partition: int, from_offset: int, max_record
             else:
                 value = buf[p:p + vl]
                 p += vl
-            headers: HeaderList = ()
-            if nh:
-                hs = []
-                for _ in range(nh):
-                    hkl = _HK.unpack_from(buf, p)[0]
-                    p += 2
-                    hk = buf[p:p + hkl].decode()
-                    p += hkl
-                    hvl = _HV.unpack_from(buf, p)[0]
-                    p += 4
-                    if hvl < 0:
-                        hs.append((hk, None))
-                    else:
-                        hs.append((hk, buf[p:p + hvl]))
-                        p += hvl
-                headers = tuple(hs)
-            out.append(LogRecord(topic, partition, offset, ts, key, value, headers))
+            out.append(LogRecord(topic, partition, offset, ts, key, value,
+                                 _headers_at(buf, p, nh) if nh else ()))
             taken += 1
             next_offset = offset + 1
         pos = end
     return pos, next_offset
+
+
+def _headers_at(buf: bytes, p: int, count: int) -> HeaderList:
+    """The `count` headers of a frame, starting at `p`."""
+    hs = []
+    for _ in range(count):
+        hkl = _HK.unpack_from(buf, p)[0]
+        p += 2
+        hk = buf[p:p + hkl].decode()
+        p += hkl
+        hvl = _HV.unpack_from(buf, p)[0]
+        p += 4
+        if hvl < 0:
+            hs.append((hk, None))
+        else:
+            hs.append((hk, buf[p:p + hvl]))
+            p += hvl
+    return tuple(hs)
+
+
+class _FrameHeaders(Sequence[HeaderList]):
+    """The headers of frames in one read buffer, decoded when asked for: a columnar reader
+    seldom needs them, and decoding them costs more than the rest of a frame."""
+
+    __slots__ = ("_at", "_buf", "_counts")
+
+    def __init__(self, buf: bytes, at: list[int], counts: list[int]):
+        self._buf, self._at, self._counts = buf, at, counts
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return _FrameHeaders(self._buf, self._at[i], self._counts[i])
+        n = self._counts[i]
+        return _headers_at(self._buf, self._at[i], n) if n else ()
+
+
+def _decode_columns(buf: bytes, topic: str, partition: int, from_offset: int,
+                    max_records: int) -> tuple[int, RecordColumns | None]:
+    """The complete frames of `buf` with offset >= from_offset (at most max_records) as
+    columns: (bytes consumed, the columns or None when there are none).
+
+    Only stepping from frame to frame is done per record; the fixed fields and the values
+    are cut out of the buffer with numpy and Arrow, and headers wait until asked for.
+    """
+    import numpy as np
+
+    pos, n = 0, len(buf)
+    unpack_pre, unpack_offset = _PRE.unpack_from, _OFFSET.unpack_from
+    while pos + _PRE_SIZE + _BODY_SIZE <= n:  # a read starts at the index entry before it
+        end = pos + _PRE_SIZE + unpack_pre(buf, pos)[0]
+        if end > n or unpack_offset(buf, pos + _PRE_SIZE)[0] >= from_offset:
+            break
+        pos = end
+    starts: list[int] = []
+    append = starts.append
+    while len(starts) < max_records and pos + _PRE_SIZE <= n:
+        end = pos + _PRE_SIZE + unpack_pre(buf, pos)[0]
+        if end > n:
+            break
+        append(pos)
+        pos = end
+    if not starts:
+        return pos, None
+    raw = np.frombuffer(buf, np.uint8)
+    body = np.asarray(starts, np.int64) + _PRE_SIZE
+    head = raw[body[:, None] + np.arange(_BODY_SIZE)].view(np.dtype(_HEAD)).ravel()
+    key_len = head["key"].astype(np.int64)
+    value_len = head["value"].astype(np.int64)
+    key_at = body + _BODY_SIZE
+    value_at = key_at + np.maximum(key_len, 0)
+    keys = None
+    if (key_len >= 0).any():
+        keys = [None if kl < 0 else buf[a:a + kl]
+                for a, kl in zip(key_at.tolist(), key_len.tolist(), strict=True)]
+    headers = _FrameHeaders(buf, (value_at + np.maximum(value_len, 0)).tolist(),
+                            head["headers"].tolist())
+    return pos, RecordColumns(topic, partition, head["offset"].tolist(),
+                              head["timestamp"].tolist(), keys,
+                              _cut(buf, raw, value_at, value_len), headers)
+
+
+def _cut(buf: bytes, raw: np.ndarray, at: np.ndarray, length: np.ndarray) -> pa.Array:
+    """The byte strings at `at` in `buf` (`length` -1: null) as a binary array, through a
+    binary_view array whose views point into `buf`: one copy in C, nothing per value."""
+    import numpy as np
+    import pyarrow as pa
+
+    k = len(at)
+    views = np.zeros((k, 4), "<i4")  # length, prefix, buffer index, offset
+    views[:, 0] = np.maximum(length, 0)
+    views[:, 3] = at
+    data = views.view(np.uint8)
+    head = raw[np.minimum(at[:, None] + np.arange(12), len(raw) - 1)]
+    data[:, 4:8] = head[:, :4]
+    short = length <= 12  # short values live in the view itself, zero-padded
+    if short.any():
+        data[short, 4:16] = head[short] * (np.arange(12) < length[short, None])
+    nulls = int((length < 0).sum())
+    validity = pa.py_buffer(np.packbits(length >= 0, bitorder="little")) if nulls else None
+    views_arr = pa.Array.from_buffers(pa.binary_view(), k,
+                                      [validity, pa.py_buffer(data), pa.py_buffer(buf)],
+                                      null_count=nulls)
+    return views_arr.cast(pa.binary())
 
 
 @dataclass(slots=True)
@@ -635,6 +729,38 @@ class _Partition:
         The hint (epoch, segment base, position, offset) saves an index lookup when the
         next read starts where this one stopped.
         """
+        topic, part = self.topic, self.index
+        want = len(out) + max_records
+
+        def decode(buf: bytes, off: int, single: bool) -> tuple[int, int]:
+            return _decode(buf, topic, part, off, 1 if single else want - len(out), out)
+
+        return self._walk(offset, hint, READ_CHUNK, decode, lambda: len(out) < want)
+
+    def read_columns(self, offset: int, max_records: int,
+                     hint: tuple[int, int, int, int] | None
+                     ) -> tuple[int, tuple[int, int, int, int] | None, RecordColumns | None]:
+        """Up to max_records from `offset` as columns, cut from one read buffer (fewer
+        when they span more than COLUMN_READ_CHUNK): (next offset, hint, columns)."""
+        topic, part = self.topic, self.index
+        found: list[RecordColumns] = []
+
+        def decode(buf: bytes, off: int, single: bool) -> tuple[int, int]:
+            used, cols = _decode_columns(buf, topic, part, off, 1 if single else max_records)
+            if cols is None:
+                return used, off
+            found.append(cols)
+            return used, cols.offsets[-1] + 1
+
+        offset, hint = self._walk(offset, hint, COLUMN_READ_CHUNK, decode, lambda: not found)
+        return offset, hint, found[0] if found else None
+
+    def _walk(self, offset: int, hint: tuple[int, int, int, int] | None, chunk: int,
+              decode: Callable[[bytes, int, bool], tuple[int, int]],
+              more: Callable[[], bool]) -> tuple[int, tuple[int, int, int, int] | None]:
+        """Hand the log from `offset` on to `decode(buf, offset, single)` -> (bytes used,
+        next offset) a buffer at a time while more() holds; `single`: the buffer is one
+        frame larger than `chunk`."""
         with self.lock:
             if self.deleted:
                 return offset, None
@@ -649,9 +775,7 @@ class _Partition:
                 si, pos = _hint_locate(segments, hint)
             else:
                 si, pos = _locate(segments, offset)
-            topic, part = self.topic, self.index
-            want = len(out) + max_records
-            while len(out) < want:
+            while more():
                 seg = segments[si]
                 limit = seg.size
                 if pos >= limit:
@@ -659,12 +783,12 @@ class _Partition:
                         si, pos = si + 1, 0
                         continue
                     break
-                buf = os.pread(seg.fd, min(limit - pos, READ_CHUNK), pos)
-                used, offset = _decode(buf, topic, part, offset, want - len(out), out)
+                buf = os.pread(seg.fd, min(limit - pos, chunk), pos)
+                used, offset = decode(buf, offset, False)
                 if used == 0:  # a frame larger than one chunk
                     length = _PRE.unpack_from(buf, 0)[0]
                     buf = os.pread(seg.fd, _PRE_SIZE + length, pos)
-                    used, offset = _decode(buf, topic, part, offset, 1, out)
+                    used, offset = decode(buf, offset, True)
                     if used == 0:
                         break
                 pos += used
@@ -995,13 +1119,19 @@ class EmbeddedConsumer(Consumer):
 
     # -- fetching ----------------------------------------------------------------------
     def poll_batch(self, max_records: int, timeout: float) -> list[LogRecord]:
+        return self._poll(lambda: self._read(max_records), timeout)
+
+    def poll_columns(self, max_records: int, timeout: float) -> list[RecordColumns]:
+        return self._poll(lambda: self._read_columns(max_records), timeout)
+
+    def _poll(self, read: Callable[[], list[Any]], timeout: float) -> list[Any]:
         deadline = time.monotonic() + max(timeout, 0.0)
         with self._lock:
             self._check_open()
             while True:
                 seq = self._t._seq
                 self._sync_group()
-                out = self._read(max_records)
+                out = read()
                 if out:
                     return out
                 remaining = deadline - time.monotonic()
@@ -1009,20 +1139,37 @@ class EmbeddedConsumer(Consumer):
                     return out
                 self._t._wait(seq, remaining)
 
-    def _read(self, max_records: int) -> list[LogRecord]:
-        out: list[LogRecord] = []
+    def _turn(self) -> list[tuple[TopicPartition, _Partition, _Fetch]]:
+        """The fetchable partitions, starting at the next one each poll (round robin)."""
         parts = [tp for tp in self._fetch if tp not in self._paused]
         if not parts:
-            return out
+            return []
         self._rr = (self._rr + 1) % len(parts)
+        out = []
         for tp in parts[self._rr:] + parts[:self._rr]:
+            partition = self._t._partition(tp)
+            if partition is not None:
+                out.append((tp, partition, self._fetch[tp]))
+        return out
+
+    def _read(self, max_records: int) -> list[LogRecord]:
+        out: list[LogRecord] = []
+        for _, partition, f in self._turn():
             if len(out) >= max_records:
                 break
-            partition = self._t._partition(tp)
-            if partition is None:
-                continue
-            f = self._fetch[tp]
             f.offset, f.hint = partition.read(f.offset, max_records - len(out), f.hint, out)
+        return out
+
+    def _read_columns(self, max_records: int) -> list[RecordColumns]:
+        out: list[RecordColumns] = []
+        left = max_records
+        for _, partition, f in self._turn():
+            if left <= 0:
+                break
+            f.offset, f.hint, cols = partition.read_columns(f.offset, left, f.hint)
+            if cols is not None:
+                out.append(cols)
+                left -= len(cols)
         return out
 
     def seek(self, tp: TopicPartition, offset: int) -> None:

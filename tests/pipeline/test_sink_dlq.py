@@ -16,12 +16,15 @@ dead-lettered again.
 from __future__ import annotations
 
 import collections
+import json
 
+import pytest
 from support import connectors as sc
 from support import probes
 from support.inprocess import produce, running_worker, unique
 from support.waiting import wait_until
 
+from kctl.api.records import TopicPartition
 from kctl.runtime.states import State
 
 TOLERANT = {"errors.tolerance": "all",
@@ -30,18 +33,45 @@ TOLERANT = {"errors.tolerance": "all",
 PLAIN_JSON = {"value.converter": "JsonConverter", "value.converter.schemas.enable": "false"}
 
 
+def envelope(v: int) -> bytes:
+    return json.dumps({"schema": {"type": "struct", "fields": [
+        {"field": "v", "type": "int32", "optional": False}]}, "payload": {"v": v}},
+        separators=(",", ":")).encode()
+
+
+def dlq_values(transport, dlq: str) -> dict[int, bytes]:
+    """The DLQ's records: the offset each was consumed from (its context header) -> value."""
+    consumer = transport.consumer(None, {"kctl.passive": "true"})
+    try:
+        consumer.assign([TopicPartition(dlq, 0)])
+        out = {}
+        while batch := consumer.poll_batch(100, 1.0):
+            for r in batch:
+                offset = dict(r.headers)["__connect.errors.offset"]
+                out[int(offset)] = r.value
+        return out
+    finally:
+        consumer.close()
+
+
+@pytest.mark.parametrize("columns", [False, True], ids=["records", "columns"])
 def test_records_a_sink_reports_reach_the_dlq_whenever_it_reports_them(
-        tmp_path, transport_settings):
+        tmp_path, transport_settings, columns):
+    """With `columns` the sink takes batches (put_batch) of schema'd values and reports
+    records of a batch: the DLQ still gets each one's original bytes."""
     count = 100
     in_put = {v for v in range(count) if v % 10 == 3}
     at_flush = {v for v in range(count) if v % 10 == 6}
     good = sorted(set(range(count)) - in_put - at_flush)
     topic, dlq, name = unique("errant"), unique("errant-dlq"), unique("reporting")
+    values = [envelope(v) if columns else str(v).encode() for v in range(count)]
     with running_worker(tmp_path / "state", transport_settings) as w:
-        produce(w.transport, topic, [str(v).encode() for v in range(count)])  # offset == value
+        produce(w.transport, topic, values)  # offset == v
         w.herder.create_connector(name, {
-            "connector.class": "support.probes.ReportingSinkConnector", "topics": topic,
-            **PLAIN_JSON, **TOLERANT, "errors.deadletterqueue.topic.name": dlq,
+            "connector.class": "support.probes.ReportingColumnSinkConnector" if columns
+            else "support.probes.ReportingSinkConnector", "topics": topic,
+            **({} if columns else PLAIN_JSON), **TOLERANT,
+            "errors.deadletterqueue.topic.name": dlq,
             "consumer.max.poll.records": 7,  # many put() batches between two flushes
             "report.in.put": r"\d*3", "report.at.flush": r"\d*6"})
 
@@ -52,9 +82,17 @@ def test_records_a_sink_reports_reach_the_dlq_whenever_it_reports_them(
 
         # nothing lost, nothing twice: each record is either written or dead-lettered
         assert sorted(probes.WRITTEN[name]) == good
-        by_value = {int(r["value"]): r for r in rejected}
+        by_value = {int(r["offset"]): r for r in rejected}
         assert len(rejected) == len(by_value) == 20
         assert set(by_value) == in_put | at_flush
+        dead = dlq_values(w.transport, dlq)
+        assert {v: dead[v] for v in in_put} == {v: values[v] for v in in_put}, \
+            "reported from the poll that brought them: the original bytes"
+        data = (lambda b: json.loads(b)["payload"]) if columns else json.loads
+        assert {v: data(dead[v]) for v in at_flush} == {v: data(values[v]) for v in at_flush}, \
+            "reported later: encoded again by the task's converter"
+        if columns:
+            assert probes.COLUMN_RECORDS[name] == count
         for v, r in by_value.items():
             h = r["headers"]
             assert (r["topic"], r["partition"], r["offset"]) == (topic, "0", str(v)), \
@@ -63,7 +101,8 @@ def test_records_a_sink_reports_reach_the_dlq_whenever_it_reports_them(
             assert r["exception"] == "support.probes.Rejected"
             when = "put" if v in in_put else "flush"
             assert r["message"] == f"{when} rejects {v}"
-            assert h["__connect.errors.class.name"] == "support.probes.ReportingSinkTask"
+            assert h["__connect.errors.class.name"] == \
+                f"support.probes.Reporting{'Column' if columns else ''}SinkTask"
             assert h["__connect.errors.connector.name"] == name
             assert h["__connect.errors.task.id"] == "0"
             assert "Rejected" in h["__connect.errors.exception.stacktrace"]

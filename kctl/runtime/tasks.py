@@ -563,6 +563,7 @@ class WorkerSourceTask(WorkerTask):
 
     def _source_headers(self, batch: SourceBatch) -> HeaderColumns:
         """The per-record `__kctl.source` header of `_source_header`, built for all rows."""
+        import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -571,7 +572,7 @@ class WorkerSourceTask(WorkerTask):
         self._next_seq += n
         head = "[" + json.dumps(self.id.connector) + ","
         part = "," + json.dumps(dict(batch.source_partition), separators=(",", ":")) + ","
-        seqs = pc.cast(pa.array(range(first, first + n), pa.int64()), pa.string())
+        seqs = pc.cast(pa.array(np.arange(first, first + n, dtype=np.int64)), pa.string())
         texts = pc.binary_join_element_wise(head, seqs, part, _offset_json(batch.offsets, n),
                                             "]", "")
         return [(SOURCE_HEADER, texts.cast(pa.binary()))]

@@ -22,6 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -498,7 +499,7 @@ class FileSourceTask(SourceTask):
                     .select("value", F.monotonically_increasing_id().alias("_i"))
             else:
                 df = spark.createDataFrame(pa.table({
-                    "value": texts, "_i": pa.array(range(len(texts)), pa.int64())}))
+                    "value": texts, "_i": pa.array(np.arange(len(texts), dtype=np.int64))}))
             cols = []
             if self.format == "csv":
                 opts["sep"] = self.delimiter

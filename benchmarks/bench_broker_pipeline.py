@@ -20,7 +20,8 @@ names one, and an in-process `StandaloneWorker` with `bootstrap.servers` pointin
 - errors.tolerance=all (with error log and dead letter queues, as the README shows it)
   against none on the same clean data: two runs each, alternating, best of each.
 
-SparkSession start-up and a small warm-up pipeline run before anything is timed. Raw
+SparkSession start-up and a warm-up pipeline (about 60 Spark jobs per connector, so the
+JIT has compiled Spark's planner) run before anything is timed. Raw
 baselines are the best of 3 runs.
 """
 
@@ -37,6 +38,7 @@ from typing import Any
 
 from _pipeline import (
     ROOT,
+    WARMUP_JOBS,
     Run,
     Settings,
     SparkJobs,
@@ -58,7 +60,7 @@ from _pipeline import (
     verdict,
     verify_output,
     warm_up,
-    warmup_records,
+    warmup_note,
 )
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer
 from confluent_kafka import TopicPartition as KTP
@@ -202,6 +204,9 @@ def main() -> None:
     parser.add_argument("--tolerance-runs", type=int, default=2,
                         help="runs of each errors.tolerance setting (default 2)")
     parser.add_argument("--bootstrap", help="use this broker instead of starting Tansu")
+    parser.add_argument("--warm-up-jobs", type=int, default=None,
+                        help=f"Spark jobs per connector in the untimed warm-up (default "
+                             f"{WARMUP_JOBS}; 2 with --quick; 1 gives a fresh JVM's costs)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
     n = args.records or (20_000 if args.quick else 200_000)
@@ -216,6 +221,7 @@ def main() -> None:
         bootstrap = broker.bootstrap
     settings = Settings(records=n, files=args.files, batch_max_rows=args.batch_max_rows,
                         flush_size=args.flush_size,
+                        warmup_jobs=args.warm_up_jobs or (2 if args.quick else WARMUP_JOBS),
                         worker_extra={"bootstrap.servers": bootstrap,
                                       "topic.creation.default.replication.factor": 1})
     work = Path(tempfile.mkdtemp(prefix="kctl-bench-broker-"))
@@ -244,8 +250,8 @@ def run(settings: Settings, bootstrap: str, work: Path, tolerance_runs: int,
     with running_worker(settings.worker_config(work / "state")) as worker:
         spark_s = start_spark(worker)
         warm_s = warm_up(worker, settings, work, f"{prefix}warmup")
-        print(f"excluded from timing: SparkSession start {spark_s:.1f} s; warm-up pipeline "
-              f"({warmup_records(settings):,} records file -> topic -> file, then deleted) {warm_s:.1f} s",
+        print(f"excluded from timing: SparkSession start {spark_s:.1f} s; "
+              f"{warmup_note(settings, warm_s)}",
               flush=True)
         jobs = SparkJobs(worker.spark.spark())
         spark_alone = spark_parse_alone(worker, paths)

@@ -3,7 +3,7 @@
 Not a test: run it by hand and read the ratios (target: the pipeline reaches at least half
 the raw rate).
 
-    python benchmarks/bench_file_pipeline.py [--records 200000] [--quick] [--files 4]
+    python benchmarks/bench_file_pipeline.py [--records 1000000] [--quick] [--files 4]
 
 N JSON-lines records in files under a temporary directory go through an in-process
 `StandaloneWorker` on the embedded log (no external service):
@@ -12,13 +12,16 @@ N JSON-lines records in files under a temporary directory go through an in-proce
   offset reaches N; against (a) plain Python reading the same files with `json.loads` per
   line, (b) the embedded log's own producer writing the same lines' bytes and (c) the same
   producer writing the pipeline's own records (envelopes and headers; batches of 5000, one
-  flush at the end). "Spark alone" is Spark's json reader parsing the same files in one job:
+  flush at the end); for reference, (d) the lines' bytes appended a column per batch
+  (send_batch, as the pipeline's runtime appends). "Spark alone" is Spark's json reader parsing the same files in one job:
   the ceiling of any pipeline in which Spark parses.
 - topic -> file: a FileSink connector on that topic, timed from its creation until N lines
   are in committed output files; against reading the same N records from the embedded log
-  through its consumer API.
+  through its consumer API, a record object each (poll_batch) and as columns per partition
+  (poll_columns, which the sink's runtime uses).
 
-SparkSession start-up and a warm-up pipeline (20k records) run before anything is timed.
+SparkSession start-up and a warm-up pipeline (20k records in about 60 Spark jobs per
+connector, so the JIT has compiled Spark's planner) run before anything is timed.
 Raw baselines are the best of 3 runs; the pipeline runs three times (fresh topic,
 connectors and output each time) and each phase reports its fastest run.
 """
@@ -35,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from _pipeline import (
+    WARMUP_JOBS,
     Phase,
     Run,
     Settings,
@@ -58,7 +62,7 @@ from _pipeline import (
     start_spark,
     verify_output,
     warm_up,
-    warmup_records,
+    warmup_note,
 )
 
 from kctl.api.records import TopicPartition
@@ -86,22 +90,31 @@ def raw_python_read(paths: list[Path], n: int) -> float:
     return elapsed
 
 
-def raw_embedded_produce(logdir: Path, rows: list[tuple[bytes | None, HeaderList]]) -> float:
+def raw_embedded_produce(logdir: Path, rows: list[tuple[bytes | None, HeaderList]],
+                         column_batch: int | None = None) -> float:
     """The embedded log's own producer writing these (value, headers) rows in batches, as
-    fast as it goes: (b) the lines' bytes, (c) the pipeline's records as they are."""
+    fast as it goes: (b) the lines' bytes, (c) the pipeline's records as they are; with
+    `column_batch`, header-less values as one column per that many rows (send_batch)."""
+    import pyarrow as pa
+
     from kctl.transport.embedded import EmbeddedTransport
 
     n = len(rows)
     runs = iter(range(1, RAW_REPEAT + 1))
+    column = pa.array([v for v, _ in rows], pa.binary()) if column_batch else None
     with EmbeddedTransport(logdir) as t:
         def once() -> float:
             topic = f"raw-{next(runs)}"
             t.create_topic(TopicSpec(topic, 1))
             producer = t.producer()
             start = time.perf_counter()
-            for i in range(0, n, PRODUCE_BATCH):
-                producer.send_many([ProducerRecord(topic, v, headers=h)
-                                    for v, h in rows[i:i + PRODUCE_BATCH]])
+            if column is not None and column_batch:
+                for i in range(0, n, column_batch):
+                    producer.send_batch(topic, column.slice(i, column_batch), lambda r: None)
+            else:
+                for i in range(0, n, PRODUCE_BATCH):
+                    producer.send_many([ProducerRecord(topic, v, headers=h)
+                                        for v, h in rows[i:i + PRODUCE_BATCH]])
             producer.flush()
             elapsed = time.perf_counter() - start
             producer.close()
@@ -128,8 +141,10 @@ def pipeline_records(worker: Any, topic: str, n: int) -> list[tuple[bytes | None
         consumer.close()
 
 
-def raw_embedded_consume(worker: Any, topic: str, n: int) -> float:
-    """Read the N records of the pipeline's topic straight through the log's consumer API."""
+def raw_embedded_consume(worker: Any, topic: str, n: int, columnar: bool = False) -> float:
+    """Read the N records of the pipeline's topic straight through the log's consumer API:
+    a record object each (poll_batch), or columns per partition (poll_columns, what the
+    sink's runtime reads)."""
     def once() -> float:
         consumer = worker.transport.consumer(None, {"kctl.passive": "true"})
         try:
@@ -137,10 +152,13 @@ def raw_embedded_consume(worker: Any, topic: str, n: int) -> float:
             consumer.assign([TopicPartition(topic, 0)])
             count = 0
             while count < n:
-                batch = consumer.poll_batch(10_000, 1.0)
-                if not batch:
+                if columnar:
+                    got = sum(map(len, consumer.poll_columns(10_000, 1.0)))
+                else:
+                    got = len(consumer.poll_batch(10_000, 1.0))
+                if not got:
                     raise AssertionError(f"raw consume stalled at {count} of {n}")
-                count += len(batch)
+                count += got
             return time.perf_counter() - start
         finally:
             consumer.close()
@@ -192,7 +210,8 @@ def runtime_note(phase: Phase, alone: float, what: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", "-n", type=int, default=None,
-                        help="records to move (default 200000; 20000 with --quick)")
+                        help="records to move (default 1000000: ten batches at the connectors' "
+                             "default batch sizes; 20000 with --quick)")
     parser.add_argument("--quick", action="store_true", help="a small run (20k records)")
     parser.add_argument("--files", type=int, default=4, help="input files (default 4)")
     parser.add_argument("--batch-max-rows", type=int, default=None,
@@ -200,11 +219,15 @@ def main() -> None:
     parser.add_argument("--flush-size", type=int, default=None,
                         help="FileSink flush.size (default: the connector's default)")
     parser.add_argument("--runs", type=int, default=3, help="pipeline runs (default 3)")
+    parser.add_argument("--warm-up-jobs", type=int, default=None,
+                        help=f"Spark jobs per connector in the untimed warm-up (default "
+                             f"{WARMUP_JOBS}; 2 with --quick; 1 gives a fresh JVM's costs)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
-    n = args.records or (20_000 if args.quick else 200_000)
+    n = args.records or (20_000 if args.quick else 1_000_000)
     settings = Settings(records=n, files=args.files, batch_max_rows=args.batch_max_rows,
-                        flush_size=args.flush_size)
+                        flush_size=args.flush_size,
+                        warmup_jobs=args.warm_up_jobs or (2 if args.quick else WARMUP_JOBS))
     work = Path(tempfile.mkdtemp(prefix="kctl-bench-file-"))
     try:
         run(settings, work, args.runs)
@@ -240,20 +263,23 @@ def run(settings: Settings, work: Path, runs_wanted: int) -> None:
     with running_worker(settings.worker_config(work / "state")) as worker:
         spark_s = start_spark(worker)
         warm_s = warm_up(worker, settings, work, "bench-warmup")
-        print(f"excluded from timing: SparkSession start {spark_s:.1f} s; warm-up pipeline "
-              f"({warmup_records(settings):,} records file -> topic -> file, then deleted) {warm_s:.1f} s",
+        print(f"excluded from timing: SparkSession start {spark_s:.1f} s; "
+              f"{warmup_note(settings, warm_s)}",
               flush=True)
         jobs = SparkJobs(worker.spark.spark())
 
         raw_read = best_of(RAW_REPEAT, lambda: raw_python_read(paths, n))
         spark_alone = spark_parse_alone(worker, paths)
         raw_produce = raw_embedded_produce(work / "rawlog", [(v, ()) for v in lines])
+        raw_column = raw_embedded_produce(work / "rawlog3", [(v, ()) for v in lines],
+                                          column_batch=settings.rows_per_batch)
         for k in range(1, runs_wanted + 1):
             runs.append(pipeline_run(worker, settings, work, k, jobs))
             print(run_line(k, runs[-1]), flush=True)
             if k == 1:
                 value_b, header_b = record_sizes(worker, "bench-clicks-1")
                 raw_consume = raw_embedded_consume(worker, "bench-clicks-1", n)
+                raw_columns = raw_embedded_consume(worker, "bench-clicks-1", n, columnar=True)
                 raw_records = raw_embedded_produce(
                     work / "rawlog2", pipeline_records(worker, "bench-clicks-1", n))
         alone_src, records = connector_alone_source(
@@ -272,7 +298,10 @@ def run(settings: Settings, work: Path, runs_wanted: int) -> None:
     print(row("raw (b): embedded log producer, the lines' bytes", n, raw_produce, source.rate))
     print(row("raw (c): embedded log producer, the pipeline's records", n, raw_records,
               source.rate))
-    print("    (c) appends what the pipeline wrote, envelopes and exactly-once headers included")
+    print(row("raw (d): the lines' bytes as columns (send_batch)", n, raw_column, source.rate,
+              reference=True))
+    print("    (c) appends what the pipeline wrote, envelopes and exactly-once headers included;"
+          " (d) appends the lines a batch at a time, as the pipeline's runtime appends")
     print(ceiling_note(n, spark_alone, raw_read, "raw (a)"))
     print(spark_note(source))
     print()
@@ -280,6 +309,10 @@ def run(settings: Settings, work: Path, runs_wanted: int) -> None:
           f"best of {len(runs)} run(s))")
     print(row(sink.label, n, sink.seconds))
     print(row("raw: embedded log consumer read of the same records", n, raw_consume, sink.rate))
+    print(row("raw: the same read as columns (poll_columns)", n, raw_columns, sink.rate,
+              reference=True))
+    print("    the sink's runtime reads columns (no JSON decoded in this row); a record object "
+          "each is what a consumer of the log gets")
     print(spark_note(sink))
     print(assignment_note(sink))
     print()

@@ -100,7 +100,7 @@ _BODY_SIZE = _BODY.size
 _MAX_FRAME = 1 << 30
 
 READ_CHUNK = 1 << 20
-COLUMN_READ_CHUNK = 16 << 20  # a columnar read takes one buffer per partition and poll
+COLUMN_READ_CHUNK = 16 << 20  # the most a columnar read takes per partition and poll
 INDEX_INTERVAL = 1 << 16  # one sparse index entry per 64 KiB of log
 SEGMENT_BYTES = 256 << 20
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
@@ -364,7 +364,9 @@ def _decode_columns(buf: bytes, topic: str, partition: int, from_offset: int,
     if (key_len >= 0).any():
         keys = [None if kl < 0 else buf[a:a + kl]
                 for a, kl in zip(key_at.tolist(), key_len.tolist(), strict=True)]
-    headers = _FrameHeaders(buf, (value_at + np.maximum(value_len, 0)).tolist(),
+    # the headers keep their buffer alive: not one much larger than the frames they are in
+    kept = buf if pos * 2 >= n else buf[:pos]
+    headers = _FrameHeaders(kept, (value_at + np.maximum(value_len, 0)).tolist(),
                             head["headers"].tolist())
     return pos, RecordColumns(topic, partition, head["offset"].tolist(),
                               head["timestamp"].tolist(), keys,
@@ -741,9 +743,15 @@ class _Partition:
                      hint: tuple[int, int, int, int] | None
                      ) -> tuple[int, tuple[int, int, int, int] | None, RecordColumns | None]:
         """Up to max_records from `offset` as columns, cut from one read buffer (fewer
-        when they span more than COLUMN_READ_CHUNK): (next offset, hint, columns)."""
+        when it holds fewer): (next offset, hint, columns).
+
+        The buffer is sized for max_records frames of the partition's average size, since
+        the columns' headers keep it alive for as long as a sink holds the batch.
+        """
         topic, part = self.topic, self.index
         found: list[RecordColumns] = []
+        average = sum(seg.size for seg in self.segments) // max(self.count, 1)
+        chunk = min(COLUMN_READ_CHUNK, max(READ_CHUNK, average * max_records * 5 // 4))
 
         def decode(buf: bytes, off: int, single: bool) -> tuple[int, int]:
             used, cols = _decode_columns(buf, topic, part, off, 1 if single else max_records)
@@ -752,7 +760,7 @@ class _Partition:
             found.append(cols)
             return used, cols.offsets[-1] + 1
 
-        offset, hint = self._walk(offset, hint, COLUMN_READ_CHUNK, decode, lambda: not found)
+        offset, hint = self._walk(offset, hint, chunk, decode, lambda: not found)
         return offset, hint, found[0] if found else None
 
     def _walk(self, offset: int, hint: tuple[int, int, int, int] | None, chunk: int,

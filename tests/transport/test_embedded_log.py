@@ -822,3 +822,17 @@ def test_a_columnar_poll_takes_a_frame_larger_than_its_read_buffer(tmp_path, mon
             got.extend(r for cols in polled for r in cols.records())
         assert [(r.offset, r.value, r.headers) for r in got] == \
             [(i, v, (("h", b"1"),)) for i, v in enumerate(values)]
+
+
+def test_a_small_columnar_poll_does_not_keep_a_large_read_buffer_alive(tmp_path):
+    """The columns' headers are decoded on demand from the read buffer, so a sink holding
+    a batch holds that buffer: it must be about the size of the batch's own frames."""
+    with EmbeddedTransport(tmp_path) as t:
+        produce(t, [ProducerRecord("wide", b"v" * 500, partition=0, headers=(("h", b"x"),))
+                    for _ in range(5000)])
+        c = t.consumer(None)
+        c.assign([TopicPartition("wide", 0)])
+        (cols,) = c.poll_columns(10, 0)
+        assert len(cols) == 10 and cols.headers[9] == (("h", b"x"),)
+        assert len(cols.headers._buf) < 10 * 600
+        c.close()

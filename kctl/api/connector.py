@@ -43,7 +43,12 @@ def partition_key(partition: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
 
 
 class SparkProvider(Protocol):
-    """The worker's one long-lived SparkSession, created on first use."""
+    """The worker's one long-lived SparkSession, created on first use.
+
+    Import pyspark modules only once `spark()` has returned: the worker imports pyspark
+    while it builds the session, and two threads importing pyspark at once can hit
+    Python's import-lock deadlock detection and fail a task.
+    """
 
     def spark(self) -> SparkSession: ...
 

@@ -282,3 +282,39 @@ def test_a_write_behind_failure_surfaces_from_the_next_call_and_loses_nothing(en
     again.put([rec(i) for i in range(5, 12)])
     again.flush({})
     assert ids_in(tmp_path) == list(range(12))
+
+
+def test_a_write_imports_pyspark_only_once_it_has_the_session(tmp_path):
+    """The worker imports pyspark while it builds the session; a writer thread importing it
+    before that, while a source task builds the session, met Python's import-lock deadlock
+    detection after a restart (and failed a task)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(f"""
+        import sys
+        from kctl.api import OffsetAndMetadata, TopicPartition
+        from kctl.api.records import SinkRecord
+        from kctl.connectors.file import FileSinkTask
+
+        class Context:
+            def spark(self):
+                print("pyspark imported before spark():", "pyspark" in sys.modules)
+                raise RuntimeError("no session in this test")
+
+        task = FileSinkTask()
+        task.initialize(Context())
+        task.start({{"topics": "t", "path": {str(tmp_path)!r}, "format": "json"}})
+        tp = TopicPartition("t", 0)
+        task.open([tp])
+        task.put([SinkRecord("t", 0, None, None, None, {{"id": 1}}, kafka_offset=0)])
+        try:
+            task.flush({{tp: OffsetAndMetadata(1)}})
+        except Exception as e:
+            print("write failed:", type(e).__name__)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120).stdout
+    assert "pyspark imported before spark(): False" in out, out
+    assert "write failed: DataError" in out, out

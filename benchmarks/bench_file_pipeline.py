@@ -13,8 +13,8 @@ N JSON-lines records in files under a temporary directory go through an in-proce
   line, (b) the embedded log's own producer writing the same lines' bytes and (c) the same
   producer writing the pipeline's own records (envelopes and headers; batches of 5000, one
   flush at the end); for reference, (d) the lines' bytes appended a column per batch
-  (send_batch, as the pipeline's runtime appends). "Spark alone" is Spark's json reader parsing the same files in one job:
-  the ceiling of any pipeline in which Spark parses.
+  (send_batch, as the pipeline's runtime appends). "Spark alone" is Spark's json reader
+  parsing the same files in one job: the ceiling of any pipeline in which Spark parses.
 - topic -> file: a FileSink connector on that topic, timed from its creation until N lines
   are in committed output files; against reading the same N records from the embedded log
   through its consumer API, a record object each (poll_batch) and as columns per partition
@@ -108,9 +108,10 @@ def raw_embedded_produce(logdir: Path, rows: list[tuple[bytes | None, HeaderList
             t.create_topic(TopicSpec(topic, 1))
             producer = t.producer()
             start = time.perf_counter()
-            if column is not None and column_batch:
-                for i in range(0, n, column_batch):
-                    producer.send_batch(topic, column.slice(i, column_batch), lambda r: None)
+            if column is not None:
+                step = column_batch or n
+                for i in range(0, n, step):
+                    producer.send_batch(topic, column.slice(i, step), lambda r: None)
             else:
                 for i in range(0, n, PRODUCE_BATCH):
                     producer.send_many([ProducerRecord(topic, v, headers=h)

@@ -1052,7 +1052,7 @@ class WorkerSinkTask(WorkerTask):
         """Keyless records of one partition decoded as one column, or None (then they go
         record by record, where a bad one gets its precise error and tolerance)."""
         topic = run.topic
-        if run.keys is not None and run.keys.count(None) != len(run.keys):
+        if run.keys is not None:  # some record has a key
             return None
         try:
             key = self.key_converter.to_connect_data(topic, None)

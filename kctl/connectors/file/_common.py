@@ -90,7 +90,7 @@ def list_files(path: str) -> list[str]:
 def reads_local_files(spark: SparkSession) -> bool:
     """Whether Spark's executors see this machine's files (a local master), so data can
     travel through a temporary file instead of as Arrow over the gateway; a cluster or a
-    Spark Connect server may run elsewhere."""
+    Spark Connect server may run elsewhere. Cheap: SparkContext keeps its master."""
     try:
         return str(spark.sparkContext.master).startswith("local")
     except Exception:  # Spark Connect: no SparkContext

@@ -201,7 +201,6 @@ class FileSinkTask(SinkTask):
         self.files_written: list[str] = []
         self._writer: ThreadPoolExecutor | None = None
         self._pending: Future[None] | None = None
-        self._local: bool | None = None
 
     def start(self, props: Mapping[str, str]) -> None:
         c = CONFIG_DEF.parse(props)
@@ -456,9 +455,7 @@ class FileSinkTask(SinkTask):
         spark = self._spark()  # first: pyspark is imported while the session is built
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        if self._local is None:
-            self._local = reads_local_files(spark)
-        if not self._local:
+        if not reads_local_files(spark):
             return spark.createDataFrame(table)
         os.makedirs(tmp)
         rows = os.path.join(tmp, "rows.parquet")

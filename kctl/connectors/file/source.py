@@ -246,7 +246,6 @@ class FileSourceTask(SourceTask):
         self._parquet_failures: dict[str, int] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._ahead: Future[list[SourceBatch | MalformedLine]] | None = None
-        self._local: bool | None = None
 
     # lifecycle
 
@@ -538,9 +537,7 @@ class FileSourceTask(SourceTask):
     def _spool(self, spark: SparkSession, lines: pa.Buffer) -> str | None:
         """On a local master, the lines go to a temporary file Spark reads by itself (half
         the cost of sending them as Arrow); other masters may not see this machine's files."""
-        if self._local is None:
-            self._local = reads_local_files(spark)
-        if not self._local:
+        if not reads_local_files(spark):
             return None
         fd, path = tempfile.mkstemp(prefix="kctl-lines-", suffix=".txt")
         with os.fdopen(fd, "wb") as fh:

@@ -149,7 +149,7 @@ class TaskFailed(RuntimeError):
 
 def check_running(worker: Any, name: str) -> None:
     """Raise with the trace when the connector or one of its tasks FAILED."""
-    from kctl.runtime.states import State
+    from kctl.states import State
 
     st = worker.herder.connector_status(name)
     if st.state is State.FAILED:

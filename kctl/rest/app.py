@@ -25,7 +25,7 @@ from kctl.errors import (
     ValidationError,
 )
 from kctl.runtime.herder import Herder
-from kctl.runtime.states import TargetState
+from kctl.states import TargetState
 
 STATUS_BY_ERROR: list[tuple[type[KctlError], int]] = [
     (NotFoundError, 404),

@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
-from kctl.runtime.states import ConnectorInfo, ConnectorStatus, PluginInfo, TargetState, TaskStatus
+from kctl.states import ConnectorInfo, ConnectorStatus, PluginInfo, TargetState, TaskStatus
 
 
 class Herder(ABC):

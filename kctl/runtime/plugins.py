@@ -21,7 +21,7 @@ from pathlib import Path
 from kctl import __version__
 from kctl.api.connector import Connector, SinkConnector, SourceConnector
 from kctl.errors import PluginError
-from kctl.runtime.states import ConnectorType, PluginInfo
+from kctl.states import ConnectorType, PluginInfo
 
 # Kafka Connect's PluginType names, in the order its REST API lists them
 OTHER_PLUGIN_TYPES = ("transformation", "predicate", "converter", "header_converter")

@@ -27,18 +27,18 @@ from kctl.errors import (
 from kctl.runtime import connector_config as cc
 from kctl.runtime.herder import Herder
 from kctl.runtime.plugins import Plugins
-from kctl.runtime.states import (
+from kctl.runtime.validation import plugin_config_keys, raise_if_invalid, validate_config
+from kctl.runtime.worker import ConnectorListener, Worker
+from kctl.states import (
     ConnectorInfo,
     ConnectorStatus,
     ConnectorType,
     PluginInfo,
     State,
     TargetState,
+    TaskId,
     TaskStatus,
 )
-from kctl.runtime.tasks import TaskId
-from kctl.runtime.validation import plugin_config_keys, raise_if_invalid, validate_config
-from kctl.runtime.worker import ConnectorListener, Worker
 
 log = logging.getLogger("kctl.herder")
 

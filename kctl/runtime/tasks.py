@@ -16,7 +16,6 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kctl.api.connector import (
@@ -48,7 +47,7 @@ from kctl.runtime.errors import (
     Tolerance,
     source_record_payload,
 )
-from kctl.runtime.states import State
+from kctl.states import State, TaskId
 from kctl.transport.base import (
     BatchDelivery,
     Consumer,
@@ -60,15 +59,6 @@ from kctl.transport.base import (
 )
 
 log = logging.getLogger("kctl.tasks")
-
-
-@dataclass(frozen=True, order=True)
-class TaskId:
-    connector: str
-    task: int
-
-    def __str__(self) -> str:
-        return f"{self.connector}-{self.task}"
 
 
 class StatusListener(Protocol):

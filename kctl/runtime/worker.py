@@ -24,9 +24,9 @@ from kctl.runtime.errors import (
     operator_from_config,
 )
 from kctl.runtime.plugins import Plugins
-from kctl.runtime.states import State, TargetState
-from kctl.runtime.tasks import StatusListener, TaskId, WorkerSinkTask, WorkerSourceTask, WorkerTask
+from kctl.runtime.tasks import StatusListener, WorkerSinkTask, WorkerSourceTask, WorkerTask
 from kctl.runtime.worker_config import WorkerConfig
+from kctl.states import State, TargetState, TaskId
 from kctl.transport.base import Consumer, Producer, TopicSpec, Transport
 
 log = logging.getLogger("kctl.worker")

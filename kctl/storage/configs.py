@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kctl.runtime.states import TargetState
-from kctl.storage._files import atomic_write_json, read_json
+from kctl.durable import atomic_write_json, read_json
+from kctl.states import TargetState
 
 log = logging.getLogger("kctl.storage.configs")
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from kctl.api.connector import partition_key
+from kctl.durable import atomic_write_json, read_json
 from kctl.errors import ConnectError, DataError
-from kctl.storage._files import atomic_write_json, read_json
 
 log = logging.getLogger("kctl.storage.offsets")
 

@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kctl.runtime.states import State, TaskStatus
-from kctl.storage._files import atomic_write_json, read_json
+from kctl.durable import atomic_write_json, read_json
+from kctl.states import State, TaskStatus
 
 __all__ = [
     "FileStatusBackingStore",

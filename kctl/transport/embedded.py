@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kctl.api.records import RecordMetadata, TopicPartition
+from kctl.durable import atomic_write, fsync_dir
 from kctl.errors import AlreadyExistsError, ConfigError, NotFoundError, TransportError
 from kctl.group.assignors.consumer import ConsumerPartitionAssignor
 from kctl.group.assignors.consumer import TopicPartition as GroupTopicPartition
@@ -572,7 +573,7 @@ class _Partition:
         path = self.dir / _segment_name(base)
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         if self.fsync:
-            _fsync_dir(self.dir)
+            fsync_dir(self.dir)
         return _Segment(path, base, fd, os.fstat(fd).st_size)
 
     # -- append --------------------------------------------------------------------------
@@ -698,12 +699,12 @@ class _Partition:
         os.fsync(fd)
         swap = self.dir / (_segment_name(base) + ".swap")
         os.rename(cleaned, swap)
-        _fsync_dir(self.dir)
+        fsync_dir(self.dir)
         old = self.segments
         for seg in old:
             seg.path.unlink(missing_ok=True)
         os.rename(swap, new.path)
-        _fsync_dir(self.dir)
+        fsync_dir(self.dir)
         new.size = pos
         self.segments = [new]
         self.count = len(keep)
@@ -825,19 +826,6 @@ def _hint_locate(segments: list[_Segment], hint: tuple[int, int, int, int]) -> t
         if segments[i].base == base:
             return i, pos
     return _locate(segments, offset)
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 class _Topic:
@@ -1329,7 +1317,7 @@ class EmbeddedTransport(Transport):
         if path.exists():
             return str(json.loads(path.read_text())["cluster_id"])
         cid = f"embedded-{uuid.uuid4().hex[:16]}"
-        _atomic_write(path, json.dumps({"cluster_id": cid}).encode(), fsync=self.fsync)
+        atomic_write(path, json.dumps({"cluster_id": cid}).encode(), fsync=self.fsync)
         return cid
 
     def now_ms(self) -> int:
@@ -1364,7 +1352,7 @@ class EmbeddedTransport(Transport):
             d.mkdir(parents=True, exist_ok=True)
             meta = {"name": spec.name, "partitions": spec.partitions,
                     "config": {k: str(v) for k, v in spec.config.items()}}
-            _atomic_write(d / "topic.json", json.dumps(meta, indent=1).encode(), fsync=self.fsync)
+            atomic_write(d / "topic.json", json.dumps(meta, indent=1).encode(), fsync=self.fsync)
             self._open_topic(spec.name)
         self._rebalance_groups()
 
@@ -1676,15 +1664,3 @@ class EmbeddedTransport(Transport):
 
 def _offset_key(group: str, tp: TopicPartition) -> bytes:
     return json.dumps([group, tp.topic, tp.partition], separators=(",", ":")).encode()
-
-
-def _atomic_write(path: Path, data: bytes, *, fsync: bool) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        if fsync:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
-    if fsync:
-        _fsync_dir(path.parent)

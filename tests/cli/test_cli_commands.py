@@ -18,7 +18,7 @@ from support.golden import check_golden
 from support.waiting import wait_until
 
 from kctl.api import ConfigDef, SourceConnector, SourceRecord, SourceTask
-from kctl.runtime.states import State
+from kctl.states import State
 
 SOURCE = "support.connectors.CounterSourceConnector"
 SINK = "support.connectors.CollectingSinkConnector"

@@ -25,7 +25,7 @@ from support.inprocess import produce, running_worker, unique
 from support.waiting import wait_until
 
 from kctl.api.records import TopicPartition
-from kctl.runtime.states import State
+from kctl.states import State
 
 TOLERANT = {"errors.tolerance": "all",
             "errors.deadletterqueue.context.headers.enable": "true",

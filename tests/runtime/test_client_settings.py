@@ -19,7 +19,7 @@ from support.inprocess import produce, running_worker, unique
 from support.waiting import wait_until
 
 from kctl.runtime.dlq import read_topic
-from kctl.runtime.states import State
+from kctl.states import State
 from kctl.transport.base import Admin, Consumer, Producer, Transport
 
 SOURCE = "support.connectors.CounterSourceConnector"

@@ -17,8 +17,9 @@ from support.waiting import wait_until
 
 from kctl.api import TopicPartition
 from kctl.runtime.standalone import StandaloneWorker
-from kctl.runtime.tasks import SOURCE_HEADER, TaskId
+from kctl.runtime.tasks import SOURCE_HEADER
 from kctl.runtime.worker_config import WorkerConfig
+from kctl.states import TaskId
 
 COLUMNS = "support.connectors.ColumnSourceConnector"
 COLUMN_SINK = "support.connectors.ColumnSinkConnector"

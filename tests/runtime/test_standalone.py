@@ -20,8 +20,8 @@ from support.waiting import wait_until
 from kctl.api import ConfigDef, SourceConnector, SourceRecord, SourceTask
 from kctl.errors import AlreadyExistsError, ConflictError, NotFoundError, ValidationError
 from kctl.runtime.standalone import StandaloneWorker
-from kctl.runtime.states import State, TargetState
 from kctl.runtime.worker_config import WorkerConfig
+from kctl.states import State, TargetState
 
 SOURCE = "support.connectors.CounterSourceConnector"
 SINK = "support.connectors.CollectingSinkConnector"

@@ -15,7 +15,7 @@ from support.inprocess import produce, running_worker, unique
 from support.waiting import wait_until
 
 from kctl.api.records import TopicPartition
-from kctl.runtime.states import State
+from kctl.states import State
 from kctl.transport.base import (
     Admin,
     Consumer,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from support.inprocess import running_worker, unique
 from support.waiting import wait_until
 
-from kctl.runtime.states import State
+from kctl.states import State
 
 SOURCE = "support.connectors.CounterSourceConnector"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kctl.runtime.states import State, TargetState, TaskStatus
+from kctl.states import State, TargetState, TaskStatus
 from kctl.storage.configs import (
     ConfigUpdateListener,
     FileConfigBackingStore,

@@ -11,9 +11,9 @@ from support.waiting import wait_until
 
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.standalone import StandaloneHerder, build_stores
-from kctl.runtime.states import State, TargetState
 from kctl.runtime.worker import Worker
 from kctl.runtime.worker_config import WorkerConfig
+from kctl.states import State, TargetState
 from kctl.transport.embedded import EmbeddedTransport
 
 SOURCE = "support.connectors.CounterSourceConnector"

@@ -21,6 +21,7 @@ from operator import attrgetter
 from typing import Protocol
 
 from kctl.errors import ConfigError
+from kctl.states import TaskId
 
 __all__ = [
     "CONFIG_MISMATCH",
@@ -52,25 +53,6 @@ NO_ERROR = 0
 CONFIG_MISMATCH = 1
 # Connect subprotocol versions (ConnectProtocolCompatibility).
 PROTOCOL_VERSIONS: Mapping[str, int] = {"default": 0, "eager": 0, "compatible": 1, "sessioned": 2}
-
-
-@dataclass(frozen=True, order=True, slots=True)
-class TaskId:
-    """A connector task; sorts by connector then task number; str() is "ct1-0"."""
-
-    connector: str
-    task: int
-
-    def __str__(self) -> str:
-        return f"{self.connector}-{self.task}"
-
-    @classmethod
-    def parse(cls, text: str) -> TaskId:
-        """Inverse of str(): the task number follows the last dash."""
-        connector, dash, number = text.rpartition("-")
-        if not dash or not connector or not number.isdigit():
-            raise ConfigError(f"not a task id (expected 'connector-N'): {text!r}", key=text)
-        return cls(connector, int(number))
 
 
 # Sorting through a C-level key is an order of magnitude faster than TaskId.__lt__.

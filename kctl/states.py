@@ -1,9 +1,34 @@
-"""Connector and task states and the status values REST and the CLI show."""
+"""Connector and task identities, states and the status values REST and the CLI show.
+
+Plain values at the bottom of the layering: storage persists them, the runtime produces
+them, the group protocol assigns `TaskId`s, REST and the CLI render them.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+
+from kctl.errors import ConfigError
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class TaskId:
+    """A connector task; sorts by connector then task number; str() is "ct1-0"."""
+
+    connector: str
+    task: int
+
+    def __str__(self) -> str:
+        return f"{self.connector}-{self.task}"
+
+    @classmethod
+    def parse(cls, text: str) -> TaskId:
+        """Inverse of str(): the task number follows the last dash."""
+        connector, dash, number = text.rpartition("-")
+        if not dash or not connector or not number.isdigit():
+            raise ConfigError(f"not a task id (expected 'connector-N'): {text!r}", key=text)
+        return cls(connector, int(number))
 
 
 class State(Enum):

@@ -27,8 +27,8 @@ Doc = Mapping[str, Any]
 EAGER_PROTOCOLS = frozenset({"eager", "default", "range", "roundrobin", "sticky"})
 COOPERATIVE_PROTOCOLS = frozenset({"compatible", "sessioned", "cooperative-sticky"})
 
-# The sets the leader of an incremental cooperative round computes, in the order the
-# seed and Kafka's IncrementalCooperativeAssignor explain them.
+# The sets the leader of an incremental cooperative round computes, in the
+# order Kafka's IncrementalCooperativeAssignor computes them.
 HEADLINE_SETS = ("lost", "new", "deleted", "duplicated")
 # The background sets, and the totals the member rows already show, stay out of the sets line.
 BACKGROUND_SETS = ("configured", "previous", "active", "assigned", "revoked")

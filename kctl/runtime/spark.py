@@ -145,7 +145,8 @@ def _freeze_startup_objects() -> None:
 
 
 def small_conf(master: str = "local[2]") -> dict[str, str]:
-    """Small, fast-starting settings for tests and short CLI runs (see notes/spark.md)."""
+    """Small, fast-starting settings for tests and short CLI runs: a serial GC and the C1 JIT
+    start the JVM in about two thirds of the time, at the cost of slower heavy jobs."""
     opts = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
     return {
         "spark.master": master,

@@ -81,7 +81,8 @@ def _validate(what: str, data: Mapping[str, Any] | None) -> None:
 
 
 class OffsetBackingStore(ABC):
-    """Seed 001's interface: start, stop, batched get/set of opaque key/value bytes."""
+    """Kafka Connect's OffsetBackingStore: start, stop, batched get/set of opaque key/value
+    bytes, so memory, file and Kafka-backed stores are interchangeable."""
 
     def configure(self, config: Mapping[str, Any]) -> None:
         """Receive the worker config (nothing to read for the memory and file stores)."""

@@ -1,7 +1,7 @@
 """Stories for Kafka Connect's assignors, ported from Kafka's own test suites.
 
 IncrementalCooperativeAssignorTest, WorkerCoordinatorTest (eager assignment) and
-the worked examples of seed 000 are replayed against the pure assignors: a small
+the worked examples of Kafka Connect's rebalancing write-ups are replayed against the pure assignors: a small
 in-test cluster keeps what every worker runs, applies each round's assigned and
 revoked sets, and checks after every round that nothing is handed out twice.
 """
@@ -225,7 +225,7 @@ def test_eager_single_task_connectors_spread_evenly():
 
 
 def test_seed_000_eager_walkthrough_c3_joins_and_everything_is_dealt_again():
-    # Seed 000: ct1 and ct2 with three tasks between them, c1 and c2 running, c3 joins.
+    # The classic walkthrough: ct1 and ct2 with three tasks between them, c1 and c2 running, c3 joins.
     # (The seed's split {c1: ct1,t1,t2} {c2: ct2,t3} is illustrative; Kafka deals
     # connectors first and continues the same circle for tasks.)
     before = eager_round(["c1", "c2"], ct1=2, ct2=1)
@@ -261,7 +261,7 @@ def test_eager_config_mismatch_when_leader_is_behind():
 
 
 # ---------------------------------------------------------------------------------------
-# Incremental cooperative: seed 000's walkthrough
+# Incremental cooperative: the classic walkthrough
 # ---------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""Stories from seed 004: range, roundrobin, sticky and cooperative-sticky worked
+"""Stories from the classic write-ups of Kafka's consumer assignors: range, roundrobin, sticky and cooperative-sticky worked
 examples, the custom-assignor interface, and finding assignors by name."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def kept(before: dict[str, list[str]], after: dict[str, list[str]]) -> int:
     return sum(len(set(before[m]) & set(after[m])) for m in after if m in before)
 
 
-# ------------------------------------------------------------------ seed 004: range
+# ------------------------------------------------------------------ range
 
 
 def test_range_gives_the_first_consumers_one_extra_partition_of_each_topic():
@@ -55,7 +55,7 @@ def test_range_with_many_topics_loads_the_first_consumers_more():
     assert [len(result[c].partitions) for c in ("c0", "c1", "c2")] == [10, 5, 5]
 
 
-# ------------------------------------------------------------ seed 004: roundrobin
+# ------------------------------------------------------------ roundrobin
 
 
 def test_roundrobin_deals_sorted_partitions_over_sorted_consumers():
@@ -85,7 +85,7 @@ def test_roundrobin_with_unequal_subscriptions_skips_non_subscribers():
     }
 
 
-# ---------------------------------------------------------------- seed 004: sticky
+# ---------------------------------------------------------------- sticky
 
 FOUR_TOPICS = {"T0": 2, "T1": 2, "T2": 2, "T3": 2}
 FIRST_SPLIT = {
@@ -157,7 +157,7 @@ def test_when_c0_leaves_sticky_moves_only_its_partition():
     assert kept(sticky_before, sticky) == 5
 
 
-# ---------------------------------------------------- seed 004: cooperative-sticky
+# ---------------------------------------------------- cooperative-sticky
 
 
 def test_cooperative_sticky_moves_p2_to_consumer3_over_two_rebalances():
@@ -189,7 +189,7 @@ def test_eager_sticky_hands_the_partition_over_in_one_round():
     assert names(result) == {"consumer1": ["T0-0"], "consumer2": ["T0-1"], "consumer3": ["T0-2"]}
 
 
-# ----------------------------------------------------- seed 004: the custom interface
+# ----------------------------------------------------- the custom interface
 
 
 class FirstSubscriberAssignor(AbstractPartitionAssignor):

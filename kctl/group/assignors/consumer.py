@@ -1,6 +1,6 @@
 """Kafka's consumer partition assignors: range, roundrobin, sticky, cooperative-sticky.
 
-The interface is Kafka's ConsumerPartitionAssignor (seed 004): a name, `assign` run by
+The interface is Kafka's ConsumerPartitionAssignor: a name, `assign` run by
 the group leader, `on_assignment` run by every member, the rebalance protocols it
 supports, a version and the user data a member attaches to its subscription. Third-party
 assignors register under the entry-point group `kctl.assignors`.

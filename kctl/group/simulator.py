@@ -22,16 +22,11 @@ from typing import Any
 from kctl.errors import KctlError, ProtocolError
 from kctl.group.assignors.connect import (
     EMPTY,
-    PROTOCOL_VERSIONS,
-    ConnectAssignment,
-    ConnectAssignor,
     ConnectorsAndTasks,
-    WorkerMetadata,
-    connect_assignor,
 )
+from kctl.group.connect_coordinator import ConnectHandler
 from kctl.group.consumer_coordinator import ConsumerHandler, assignment_strategy
 from kctl.group.protocol import (
-    AssignmentOutcome,
     Coordinator,
     CoordinatorReply,
     ErrorCode,
@@ -42,7 +37,6 @@ from kctl.group.protocol import (
     HeartbeatResponse,
     JoinGroup,
     JoinGroupResponse,
-    JoinMember,
     Leave,
     LeaveGroup,
     LeaveGroupResponse,
@@ -59,21 +53,12 @@ from kctl.group.protocol import (
 from kctl.group.scenario import Event, Scenario
 
 __all__ = [
-    "ConnectHandler",
-    "ConsumerHandler",
     "SimulationResult",
     "Simulator",
     "simulate",
 ]
 
 COORDINATOR = "coordinator"
-# Connect subprotocols a worker offers, most preferred first (ConnectProtocolCompatibility).
-CONNECT_OFFERS = {
-    "eager": ("default",),
-    "default": ("default",),
-    "compatible": ("compatible", "default"),
-    "sessioned": ("sessioned", "compatible", "default"),
-}
 # A bound on message deliveries at one instant: a livelock is a bug, not a long story.
 MAX_STEPS_PER_INSTANT = 1_000_000
 
@@ -88,107 +73,6 @@ class World:
     connectors: dict[str, int] = field(default_factory=dict)
     config_offset: int = 0
     topics: dict[str, int] = field(default_factory=dict)
-
-
-# ----------------------------------------------------------------------------- handlers
-
-
-class ConnectHandler:
-    """A Connect worker's protocol half (Kafka's WorkerCoordinator).
-
-    Holds the leader's assignor memory: a new worker starts without it, so the memory
-    dies with the worker that led the group.
-    """
-
-    protocol_type = "connect"
-
-    def __init__(self, name: str, world: World, protocol: str, max_delay_ms: int):
-        self.name = name
-        self.world = world
-        self.offers = CONNECT_OFFERS[protocol]
-        self.max_delay_ms = max_delay_ms
-        self.memory: Any = None
-        self.reports: dict[int, tuple[dict[str, Any], int]] = {}
-        self._assignors: dict[str, ConnectAssignor] = {}
-
-    def empty(self) -> ConnectorsAndTasks:
-        return EMPTY
-
-    def is_empty(self, work: ConnectorsAndTasks) -> bool:
-        return work.is_empty
-
-    def is_eager(self, protocol: str) -> bool:
-        return PROTOCOL_VERSIONS[protocol] == 0
-
-    def metadata(self, owned: ConnectorsAndTasks, generation: int) -> tuple[tuple[str, Any], ...]:
-        return tuple(
-            (
-                p,
-                WorkerMetadata(
-                    url=f"http://{self.name}:8083",
-                    config_offset=self.world.config_offset,
-                    owned=EMPTY if PROTOCOL_VERSIONS[p] == 0 else owned,
-                    protocol_version=PROTOCOL_VERSIONS[p],
-                ),
-            )
-            for p in self.offers
-        )
-
-    def assign(
-        self,
-        *,
-        leader: str,
-        protocol: str,
-        generation: int,
-        members: Sequence[JoinMember],
-        now_ms: int,
-        last_completed_generation: int,
-    ) -> Mapping[str, ConnectAssignment]:
-        assignor = self._assignors.get(protocol)
-        if assignor is None:
-            assignor = connect_assignor(
-                protocol, scheduled_rebalance_max_delay_ms=self.max_delay_ms
-            )
-            self._assignors[protocol] = assignor
-        metadata: dict[str, WorkerMetadata] = {m.member_id: m.metadata for m in members}
-        result = assignor.assign(
-            leader=leader,
-            leader_url=metadata[leader].url,
-            generation=generation,
-            members=metadata,
-            configured=dict(self.world.connectors),
-            config_offset=self.world.config_offset,
-            now_ms=now_ms,
-            memory=self.memory,
-            last_completed_generation=last_completed_generation,
-        )
-        self.memory = result.memory
-        self.reports[generation] = (result.sets.to_json(), result.delay_ms)
-        return result.assignments
-
-    def on_assignment(
-        self,
-        *,
-        protocol: str,
-        assignment: ConnectAssignment | None,
-        owned: ConnectorsAndTasks,
-        generation: int,
-        now_ms: int,
-    ) -> AssignmentOutcome[ConnectorsAndTasks]:
-        if assignment is None:
-            assignment = ConnectAssignment("", "", 0, version=PROTOCOL_VERSIONS[protocol])
-        if assignment.error:
-            # The leader's config was behind: read further and try again.
-            return AssignmentOutcome(owned, EMPTY, EMPTY, rejoin=True, reason="config mismatch")
-        after = assignment.apply_to(owned)
-        cooperative = assignment.version > 0
-        return AssignmentOutcome(
-            owned=after,
-            stop=owned - after,
-            start=after - owned,
-            rejoin=cooperative and not assignment.revoked.is_empty,
-            rejoin_after_ms=assignment.delay_ms if assignment.delay_ms > 0 else None,
-        )
 
 
 # ----------------------------------------------------------------------------- result

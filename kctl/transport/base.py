@@ -256,6 +256,10 @@ class Admin(ABC):
     @abstractmethod
     def delete_topics(self, names: Sequence[str]) -> None: ...
 
+    @abstractmethod
+    def describe_topic(self, name: str) -> TopicSpec:
+        """Partitions and the topic-level configs set on it (NotFoundError when missing)."""
+
     def describe_groups(self, group_ids: Sequence[str]) -> dict[str, Any]:
         return {}
 

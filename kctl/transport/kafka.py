@@ -24,10 +24,10 @@ from confluent_kafka import Producer as KProducer
 from confluent_kafka import (
     TopicPartition as KTP,
 )
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from kctl.api.records import RecordMetadata, TopicPartition
-from kctl.errors import ConfigError, TransportError
+from kctl.errors import ConfigError, NotFoundError, TransportError
 from kctl.transport.base import (
     Admin,
     BatchCallback,
@@ -341,6 +341,18 @@ class KafkaAdmin(Admin):
                 if exist_ok and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
                     continue
                 raise TransportError(f"cannot create topic {name}: {err.str()}") from e
+
+    def describe_topic(self, name: str) -> TopicSpec:
+        partitions = self.list_topics().get(name)
+        if partitions is None:
+            raise NotFoundError(f"Topic {name} does not exist")
+        resource = ConfigResource(ConfigResource.Type.TOPIC, name)
+        try:
+            entries = self._a.describe_configs([resource])[resource].result(30)
+        except KafkaException as e:
+            raise TransportError(f"cannot describe topic {name}: {e.args[0].str()}") from e
+        config = {k: v.value for k, v in entries.items() if v.value is not None}
+        return TopicSpec(name, partitions, 1, config)
 
     def list_topics(self) -> dict[str, int]:
         md = self._a.list_topics(timeout=10)

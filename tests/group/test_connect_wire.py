@@ -94,5 +94,5 @@ def test_handler_offers_follow_connect_protocol():
     assert [p for p, _ in offered] == ["sessioned", "compatible", "default"]
     assert all(m.url == "http://10.0.0.1:8083" and m.config_offset == 5 for _, m in offered)
     assert dict(offered)["default"].owned.is_empty  # eager members report nothing owned
-    with pytest.raises(ProtocolError, match="unknown connect.protocol"):
+    with pytest.raises(ProtocolError, match=r"unknown connect\.protocol"):
         ConnectHandler("w1", Snapshot(), "fancy", 1000)

@@ -1,0 +1,207 @@
+"""A distributed worker's stores on compacted topics, on the embedded log and on Kafka.
+
+Two stores on the same topic stand for two workers: what one writes, the other reads back
+from the log, in order, with its listeners told; a store started later restores every
+connector, target state, status and offset; the topics hold Kafka Connect's keys and JSON
+values; a topic that is not compacted, or holds someone else's records, is refused with a
+message that names the topic and what to do.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from kctl.errors import ConfigError
+from kctl.states import State, TargetState
+from kctl.storage.offsets import serialize_key, serialize_value
+from kctl.storage.topic_log import LogTopic, TopicBackedLog
+from kctl.storage.topic_stores import (
+    KafkaConfigBackingStore,
+    KafkaOffsetBackingStore,
+    KafkaStatusBackingStore,
+)
+from kctl.transport.base import ProducerRecord, TopicSpec, Transport
+from kctl.transport.embedded import EmbeddedTransport
+from kctl.transport.kafka import KafkaTransport
+
+
+@pytest.fixture(params=["embedded", "kafka"])
+def transports(request, tmp_path) -> Iterator[tuple[Transport, Transport]]:
+    """Two workers' transports to one log (the embedded log is one process's: shared)."""
+    if request.param == "kafka":
+        bootstrap = request.getfixturevalue("kafka_broker").bootstrap
+        a, b = KafkaTransport(bootstrap), KafkaTransport(bootstrap)
+    else:
+        a = b = EmbeddedTransport(tmp_path / "state")
+    yield a, b
+    a.close()
+    b.close()
+
+
+@pytest.fixture
+def settings() -> dict[str, object]:
+    suffix = uuid.uuid4().hex[:8]
+    return {"group.id": f"cluster-{suffix}",
+            "config.storage.topic": f"configs-{suffix}",
+            "status.storage.topic": f"status-{suffix}",
+            "offset.storage.topic": f"offsets-{suffix}",
+            "config.storage.replication.factor": 1,
+            "status.storage.replication.factor": 1,
+            "offset.storage.replication.factor": 1,
+            "offset.storage.partitions": 3}
+
+
+class Events:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, object]] = []
+
+    def on_connector_config_update(self, connector: str) -> None:
+        self.seen.append(("config", connector))
+
+    def on_connector_config_remove(self, connector: str) -> None:
+        self.seen.append(("remove", connector))
+
+    def on_task_config_update(self, connector: str, tasks) -> None:
+        self.seen.append(("tasks", (connector, list(tasks))))
+
+    def on_connector_target_state_change(self, connector: str) -> None:
+        self.seen.append(("target", connector))
+
+
+def raw_records(t: Transport, topic: str) -> dict[str, object]:
+    """What any Kafka tool would show: keys as text, values as JSON (last per key)."""
+    seen: dict[str, object] = {}
+    log = TopicBackedLog(t, LogTopic(topic), lambda r: seen.__setitem__(
+        r.key.decode(), None if r.value is None else json.loads(r.value)))
+    log.start()
+    log.stop()
+    return seen
+
+
+def test_config_changes_reach_every_worker_through_the_log(transports, settings):
+    ta, tb = transports
+    w1 = KafkaConfigBackingStore(ta, settings)
+    w1.start()
+    w1_events = Events()
+    w1.add_listener(w1_events)
+    w2 = KafkaConfigBackingStore(tb, settings)
+    w2.start()
+    w2_events = Events()
+    w2.add_listener(w2_events)
+
+    # w1 (the leader) creates a connector and writes its task configs
+    w1.put_connector_config("clicks", {"connector.class": "FileSource", "tasks.max": "2"},
+                            TargetState.PAUSED)
+    w1.put_task_configs("clicks", [{"task": "0"}, {"task": "1"}])
+    # w1's own listener heard it from the log, when the write returned
+    assert ("config", "clicks") in w1_events.seen
+    assert ("tasks", ("clicks", [0, 1])) in w1_events.seen
+
+    w2.read_to_end()
+    assert w2.connector_config("clicks") == {"connector.class": "FileSource", "tasks.max": "2"}
+    assert w2.task_configs("clicks") == [{"task": "0"}, {"task": "1"}]
+    assert w2.target_state("clicks") is TargetState.PAUSED
+    assert w2_events.seen == w1_events.seen  # the same changes, in the same order
+    assert w2.offset == w1.offset > 0
+    topic = raw_records(ta, settings["config.storage.topic"])
+    assert topic["commit-clicks"] == {"tasks": 2}
+    assert topic["task-clicks-1"] == {"properties": {"task": "1"}}
+    assert topic["target-state-clicks"]["state"] == "PAUSED"
+
+    # a deletion is a tombstone every worker applies
+    w2.remove_connector("clicks")
+    w1.read_to_end()
+    assert not w1.contains("clicks") and ("remove", "clicks") in w1_events.seen
+    w1.put_connector_config("orders", {"connector.class": "FileSink"})
+    w1.stop()
+    w2.stop()
+
+    # a worker started after everyone stopped restores the cluster's configs
+    w3 = KafkaConfigBackingStore(ta, settings)
+    w3.start()
+    assert w3.connector_names() == ["orders"]
+    w3.stop()
+
+    topic = raw_records(ta, settings["config.storage.topic"])
+    assert topic["connector-orders"] == {"properties": {"connector.class": "FileSink"}}
+    assert topic["connector-clicks"] is None
+
+
+def test_statuses_are_shared_and_restored(transports, settings):
+    ta, tb = transports
+    w1 = KafkaStatusBackingStore(ta, settings)
+    w2 = KafkaStatusBackingStore(tb, settings)
+    w1.start()
+    w2.start()
+    w1.put_connector_state("clicks", State.RUNNING, "w1:8083")
+    w1.put_task_state("clicks", 0, State.FAILED, "w1:8083", trace="boom")
+    w2.put_task_state("clicks", 1, State.RUNNING, "w2:8083")
+    w1.read_to_end()
+    w2.read_to_end()
+    for store in (w1, w2):
+        assert store.connector_state("clicks").state is State.RUNNING
+        assert store.task_state("clicks", 0) == (State.FAILED, "w1:8083", "boom")
+        assert store.task_state("clicks", 1).worker_id == "w2:8083"
+    w1.stop()
+    w2.stop()
+    restored = KafkaStatusBackingStore(ta, settings)
+    restored.start()
+    assert [t.task for t in restored.tasks("clicks")] == [0, 1]
+    restored.stop()
+    topic = raw_records(ta, settings["status.storage.topic"])
+    assert topic["status-task-clicks-0"]["state"] == "FAILED"
+    assert topic["status-connector-clicks"]["worker_id"] == "w1:8083"
+
+
+def test_source_offsets_are_kafka_connects_bytes(transports, settings):
+    ta, tb = transports
+    w1 = KafkaOffsetBackingStore(ta, settings)
+    w2 = KafkaOffsetBackingStore(tb, settings)
+    w1.start()
+    w2.start()
+    key = serialize_key("clicks", {"file": "/data/a.log"})
+    other = serialize_key("clicks", {"file": "/data/b.log"})
+    w1.set({key: serialize_value({"position": 42}), other: b'{"position":1}'}).result(30)
+    assert w2.get([key])[key] == b'{"position":42}'
+    w2.set({other: None}).result(30)  # a tombstone
+    assert w1.get([other]) == {other: None}
+    w1.stop()
+    w2.stop()
+    restored = KafkaOffsetBackingStore(ta, settings)
+    restored.start()
+    assert restored.snapshot() == {key: b'{"position":42}'}
+    restored.stop()
+
+
+def test_a_topic_that_is_not_compacted_is_refused(transports, settings):
+    ta, _ = transports
+    ta.admin().create_topics([TopicSpec(settings["config.storage.topic"], 1, 1,
+                                        {"cleanup.policy": "delete"})])
+    store = KafkaConfigBackingStore(ta, settings)
+    with pytest.raises(ConfigError, match=r"cleanup.policy=delete.*needs cleanup.policy=compact"):
+        store.start()
+
+
+def test_a_config_topic_with_another_layout_is_refused(transports, settings):
+    ta, _ = transports
+    topic = settings["config.storage.topic"]
+    ta.admin().create_topics([TopicSpec(topic, 1, 1, {"cleanup.policy": "compact"})])
+    p = ta.producer()
+    p.send(ProducerRecord(topic, b'{"order": 1}', b"order-17"))
+    assert p.flush(30) == 0
+    p.close()
+    store = KafkaConfigBackingStore(ta, settings)
+    with pytest.raises(ConfigError, match=r"not Kafka Connect config records.*order-17"):
+        store.start()
+
+
+def test_the_config_topic_has_one_partition(transports, settings):
+    ta, _ = transports
+    with pytest.raises(ConfigError, match=r"config\.storage\.partitions must be 1"):
+        KafkaConfigBackingStore(ta, {**settings, "config.storage.partitions": 3})
+    with pytest.raises(ConfigError, match=r"status\.storage\.topic is required"):
+        KafkaStatusBackingStore(ta, {})

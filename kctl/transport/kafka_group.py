@@ -1,0 +1,344 @@
+"""A group member on a real Kafka cluster: kctl's `GroupMember` decides, the wire carries.
+
+`GroupMember` (kctl/group/protocol.py) is a sans-IO state machine: it says which request
+to send and what to do with each answer. This driver is its I/O half for a Kafka group
+coordinator: it finds the coordinator, turns the member's JoinGroup, SyncGroup, Heartbeat
+and LeaveGroup into Kafka's requests (kafka-python's protocol classes and network client
+carry them), feeds the answers back with the time, and hands the application the work to
+start and stop. It decides nothing itself, so what `kctl rebalance explain` simulates is
+what a group on a broker does.
+
+One thread drives it (`poll`, like Kafka's WorkerGroupMember.poll from the herder's
+tick); kafka-python's network runs on its own I/O thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kctl.errors import TransportError
+from kctl.group import connect_coordinator as connect_wire
+from kctl.group.protocol import (
+    ErrorCode,
+    GroupMember,
+    Heartbeat,
+    HeartbeatResponse,
+    JoinGroup,
+    JoinGroupResponse,
+    JoinMember,
+    Leave,
+    LeaveGroup,
+    LeaveGroupResponse,
+    MemberFailed,
+    RequestRejoin,
+    ScheduleTimer,
+    Send,
+    Start,
+    StartWork,
+    StopWork,
+    SyncGroup,
+    SyncGroupResponse,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = ["CONNECT_CODEC", "BrokerGroupDriver", "GroupCodec"]
+
+# Kafka errors that mean "ask another broker who coordinates this group, then resend".
+_COORDINATOR_MOVED = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
+_KNOWN = {e.value: e for e in ErrorCode}
+RETRY_BACKOFF_S = 0.1
+
+
+class GroupCodec(Protocol):
+    """How a group's member metadata and assignments become bytes on the wire."""
+
+    def encode_metadata(self, protocol: str, metadata: Any) -> bytes: ...
+
+    def decode_metadata(self, protocol: str, raw: bytes) -> Any: ...
+
+    def encode_assignment(self, protocol: str, assignment: Any) -> bytes: ...
+
+    def decode_assignment(self, protocol: str, raw: bytes) -> Any: ...
+
+
+class _ConnectCodec:
+    """Kafka Connect's ConnectProtocol / IncrementalCooperativeConnectProtocol."""
+
+    def encode_metadata(self, protocol: str, metadata: Any) -> bytes:
+        return connect_wire.encode_metadata(metadata)
+
+    def decode_metadata(self, protocol: str, raw: bytes) -> Any:
+        return connect_wire.decode_metadata(raw)
+
+    def encode_assignment(self, protocol: str, assignment: Any) -> bytes:
+        return connect_wire.encode_assignment(assignment)
+
+    def decode_assignment(self, protocol: str, raw: bytes) -> Any:
+        return connect_wire.decode_assignment(raw)
+
+
+CONNECT_CODEC: GroupCodec = _ConnectCodec()
+
+
+@dataclass
+class _InFlight:
+    request: Any  # the member's request (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)
+    future: Any  # kafka-python's Future
+    retry_at: float | None = None  # set while waiting to resend after a coordinator move
+
+
+def _error(code: int) -> ErrorCode | None:
+    return _KNOWN.get(code)
+
+
+class BrokerGroupDriver:
+    """Carries one `GroupMember` to and from a Kafka group coordinator."""
+
+    def __init__(self, bootstrap_servers: str, group_id: str, member: GroupMember[Any],
+                 codec: GroupCodec, *, request_timeout_ms: int = 30_000,
+                 clock: Callable[[], float] = time.monotonic):
+        self.group_id = group_id
+        self.member = member
+        self.codec = codec
+        self.request_timeout_ms = request_timeout_ms
+        self._clock = clock
+        self._bootstrap = bootstrap_servers
+        self._client: Any = None
+        self._coordinator: Any = None
+        self._inflight: list[_InFlight] = []
+        self._wake = threading.Event()
+        self._work: list[Any] = []
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        from kafka.net.compat import KafkaNetClient  # the network client: a worker-only import
+
+        self._client = KafkaNetClient(bootstrap_servers=self._bootstrap,
+                                      client_id=self.member.client_id)
+        self._client._manager._net.start()
+        try:
+            self._client._manager.bootstrap(self.request_timeout_ms)
+        except Exception as e:
+            raise TransportError(f"cannot reach the Kafka cluster at {self._bootstrap} to join "
+                                 f"group {self.group_id}: {e}") from e
+        self._act(self.member.handle(Start(), self._now()))
+
+    def leave(self, reason: str = "shutting down", timeout: float = 5.0) -> list[Any]:
+        """Stop cleanly: what the member owned is returned as work to stop, and the
+        coordinator is told at once (no session timeout to wait for)."""
+        self._act(self.member.handle(Leave(reason), self._now()))
+        work = self._take_work()
+        deadline = time.monotonic() + timeout
+        while any(isinstance(f.request, LeaveGroup) for f in self._inflight) and \
+                time.monotonic() < deadline:
+            work += self.poll(min(0.1, max(0.0, deadline - time.monotonic())))
+        return work
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def request_rejoin(self, reason: str) -> None:
+        self._act(self.member.handle(RequestRejoin(reason), self._now()))
+
+    # -- the loop ------------------------------------------------------------------------------
+    def poll(self, timeout: float) -> list[Any]:
+        """Run the member for up to `timeout` seconds (less when something happens):
+        answers in, requests and heartbeats out. Returns StartWork, StopWork and
+        MemberFailed actions for the application, in order."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self._wake.clear()
+            self._handle_answers()
+            self._act(self.member.poll(self._now()))
+            if self._work or time.monotonic() >= deadline:
+                return self._take_work()
+            wait = deadline - time.monotonic()
+            due = self.member.next_deadline()
+            if due is not None:
+                wait = min(wait, max(0.0, (due - self._now()) / 1000))
+            retry = [f.retry_at for f in self._inflight if f.retry_at is not None]
+            if retry:
+                wait = min(wait, max(0.0, min(retry) - time.monotonic()))
+            self._wake.wait(max(wait, 0.0))
+
+    def _take_work(self) -> list[Any]:
+        work, self._work = self._work, []
+        return work
+
+    def _now(self) -> int:
+        return int(self._clock() * 1000)
+
+    def _act(self, actions: list[Any]) -> None:
+        for action in actions:
+            if isinstance(action, Send):
+                self._send(action.request)
+            elif isinstance(action, StartWork | StopWork | MemberFailed):
+                self._work.append(action)
+            elif not isinstance(action, ScheduleTimer):  # timers: member.next_deadline()
+                raise TransportError(f"group {self.group_id}: unexpected action {action!r}")
+
+    # -- requests ------------------------------------------------------------------------------
+    def _find_coordinator(self) -> Any:
+        from kafka.protocol.metadata import CoordinatorType, FindCoordinatorRequest
+
+        request = FindCoordinatorRequest(key=self.group_id, key_type=0,
+                                         coordinator_keys=[self.group_id])
+        response = self._call(request, None, self.request_timeout_ms)
+        result = response.coordinators[0] if getattr(response, "coordinators", None) else response
+        if result.error_code != 0:
+            raise TransportError(f"no coordinator for group {self.group_id} yet "
+                                 f"(error {result.error_code})")
+        return self._client._manager.cluster.add_coordinator(result, CoordinatorType.GROUP,
+                                                             self.group_id)
+
+    def _call(self, request: Any, node: Any, timeout_ms: int) -> Any:
+        """Send and wait (coordinator lookups only: the member's requests never block)."""
+        future = self._submit(request, node, timeout_ms)
+        end = time.monotonic() + timeout_ms / 1000
+        while not future.is_done and time.monotonic() < end:
+            self._wake.wait(0.05)
+            self._wake.clear()
+        if not future.is_done:
+            raise TransportError(f"{type(request).__name__} to the Kafka cluster timed out")
+        if future.exception is not None:
+            raise TransportError(f"{type(request).__name__} failed: {future.exception}")
+        return future.value
+
+    def _submit(self, request: Any, node: Any, timeout_ms: int) -> Any:
+        manager = self._client._manager
+
+        async def send() -> Any:
+            return await manager.send(request, node_id=node, request_timeout_ms=timeout_ms)
+
+        future = manager._net.call_soon_with_future(send)
+        future.add_both(lambda _: self._wake.set())
+        return future
+
+    def _send(self, request: Any, entry: _InFlight | None = None) -> None:
+        try:
+            if self._coordinator is None:
+                self._coordinator = self._find_coordinator()
+            wire, timeout_ms = self._to_wire(request)
+            future = self._submit(wire, self._coordinator, timeout_ms)
+        except TransportError as e:
+            log.info("group %s: %s; retrying", self.group_id, e)
+            self._coordinator = None
+            retry = entry or _InFlight(request, None)
+            retry.retry_at = time.monotonic() + RETRY_BACKOFF_S
+            if entry is None:
+                self._inflight.append(retry)
+            return
+        if entry is None:
+            self._inflight.append(_InFlight(request, future))
+        else:
+            entry.future, entry.retry_at = future, None
+
+    def _to_wire(self, request: Any) -> tuple[Any, int]:
+        from kafka.protocol.consumer.group import (
+            HeartbeatRequest,
+            JoinGroupRequest,
+            LeaveGroupRequest,
+            SyncGroupRequest,
+        )
+
+        m = self.member
+        if isinstance(request, JoinGroup):
+            protocols = [(name, self.codec.encode_metadata(name, meta))
+                         for name, meta in request.protocols]
+            # The coordinator holds a JoinGroup until every member has joined.
+            timeout = max(self.request_timeout_ms, request.rebalance_timeout_ms + 5000)
+            return JoinGroupRequest(
+                group_id=self.group_id, session_timeout_ms=request.session_timeout_ms,
+                rebalance_timeout_ms=request.rebalance_timeout_ms,
+                member_id=request.member_id, group_instance_id=None,
+                protocol_type=request.protocol_type, protocols=protocols,
+                reason=request.reason or None, max_version=7), timeout
+        if isinstance(request, SyncGroup):
+            assert m.protocol is not None
+            assignments = [(member, self.codec.encode_assignment(m.protocol, a))
+                           for member, a in (request.assignments or {}).items()]
+            return SyncGroupRequest(
+                group_id=self.group_id, generation_id=request.generation,
+                member_id=request.member_id, group_instance_id=None,
+                protocol_type=m.handler.protocol_type, protocol_name=m.protocol,
+                assignments=assignments, max_version=5), self.request_timeout_ms
+        if isinstance(request, Heartbeat):
+            return HeartbeatRequest(group_id=self.group_id, generation_id=request.generation,
+                                    member_id=request.member_id,
+                                    group_instance_id=None), self.request_timeout_ms
+        if isinstance(request, LeaveGroup):
+            return LeaveGroupRequest(
+                group_id=self.group_id, member_id=request.member_id,
+                members=[LeaveGroupRequest.MemberIdentity(
+                    member_id=request.member_id, group_instance_id=None,
+                    reason=(request.reason or None) and request.reason[:255])],
+            ), self.request_timeout_ms
+        raise TransportError(f"group {self.group_id}: cannot send {request!r}")
+
+    # -- answers -------------------------------------------------------------------------------
+    def _handle_answers(self) -> None:
+        now = time.monotonic()
+        for entry in list(self._inflight):
+            if entry.retry_at is not None:
+                if now >= entry.retry_at:
+                    self._send(entry.request, entry)
+                continue
+            if not entry.future.is_done:
+                continue
+            self._inflight.remove(entry)
+            if entry.future.exception is not None:
+                log.info("group %s: %s failed (%s); finding the coordinator again",
+                         self.group_id, type(entry.request).__name__, entry.future.exception)
+                self._coordinator = None
+                self._retry(entry)
+                continue
+            code = entry.future.value.error_code
+            if code in _COORDINATOR_MOVED:
+                self._coordinator = None
+                self._retry(entry)
+                continue
+            response = self._from_wire(entry.request, entry.future.value)
+            if response is None:
+                continue
+            self._act(self.member.handle(response, self._now()))
+
+    def _retry(self, entry: _InFlight) -> None:
+        if isinstance(entry.request, LeaveGroup):
+            return  # best effort, as Kafka's clients do
+        entry.retry_at = time.monotonic() + RETRY_BACKOFF_S
+        entry.future = None
+        self._inflight.append(entry)
+
+    def _from_wire(self, request: Any, wire: Any) -> Any:
+        error = _error(wire.error_code)
+        if error is None:
+            from kafka.errors import for_code
+
+            name = for_code(wire.error_code).__name__
+            self._work.append(MemberFailed(ErrorCode.NONE,
+                                           f"{type(request).__name__} failed with {name}"))
+            return None
+        if isinstance(request, JoinGroup):
+            protocol = wire.protocol_name or None
+            members = tuple(
+                JoinMember(m.member_id, m.member_id,
+                           self.codec.decode_metadata(protocol or "", bytes(m.metadata)))
+                for m in wire.members)
+            return JoinGroupResponse(error, wire.member_id, wire.generation_id, protocol,
+                                     wire.leader, members)
+        if isinstance(request, SyncGroup):
+            raw = bytes(wire.assignment or b"")
+            protocol = self.member.protocol or ""
+            assignment = self.codec.decode_assignment(protocol, raw) if raw else None
+            return SyncGroupResponse(error, assignment, request.generation)
+        if isinstance(request, Heartbeat):
+            return HeartbeatResponse(error)
+        return LeaveGroupResponse(error)

@@ -1,0 +1,139 @@
+"""Connect workers form a group on the real Kafka-protocol broker, driven by kctl's own
+GroupMember and ConnectHandler (the broker only carries Kafka's wire requests).
+
+Story: w1, w2 and w3 join one after another, then w4; under `sessioned` a worker only ever
+stops what moves away from it, every round leaves the work complete and disjoint, and the
+final assignment is exactly what `kctl rebalance explain` predicts for the same joins.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+import pytest
+
+from kctl.group.assignors.connect import EMPTY, ConnectorsAndTasks, configured_work, union_all
+from kctl.group.connect_coordinator import ConnectHandler
+from kctl.group.protocol import GroupMember, MemberFailed, MemberState, StartWork, StopWork
+from kctl.group.scenario import Scenario
+from kctl.group.simulator import simulate
+from kctl.transport.kafka_group import CONNECT_CODEC, BrokerGroupDriver
+
+pytestmark = pytest.mark.broker
+
+CONNECTORS = {"ct1": 4, "ct2": 2}
+SESSION_MS = 2000
+
+
+@dataclass
+class Snapshot:
+    connectors: dict[str, int] = field(default_factory=lambda: dict(CONNECTORS))
+    config_offset: int = 1
+
+
+@dataclass
+class Worker:
+    name: str
+    driver: BrokerGroupDriver
+    owned: ConnectorsAndTasks = EMPTY
+    stopped: list[ConnectorsAndTasks] = field(default_factory=list)
+
+    def apply(self, actions) -> None:
+        for action in actions:
+            if isinstance(action, StartWork):
+                assert self.owned.isdisjoint(action.work), "started something it runs"
+                self.owned = self.owned | action.work
+            elif isinstance(action, StopWork):
+                assert action.work.issubset(self.owned), "stopped something it did not run"
+                self.owned = self.owned - action.work
+                self.stopped.append(action.work)
+            elif isinstance(action, MemberFailed):
+                raise AssertionError(f"{self.name} failed: {action}")
+
+    @property
+    def member(self) -> GroupMember:
+        return self.driver.member
+
+
+def new_worker(bootstrap: str, group: str, name: str, protocol: str) -> Worker:
+    handler = ConnectHandler(name, Snapshot(), protocol, max_delay_ms=0)
+    member = GroupMember(name, handler, session_timeout_ms=SESSION_MS,
+                         rebalance_timeout_ms=SESSION_MS, heartbeat_interval_ms=500)
+    return Worker(name, BrokerGroupDriver(bootstrap, group, member, CONNECT_CODEC))
+
+
+def settle(workers: list[Worker], timeout: float = 30.0) -> None:
+    """Drive every worker until the group is stable on one generation with all work placed."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for w in workers:
+            w.apply(w.driver.poll(0.02))
+        members = [w.member for w in workers]
+        stable = (all(m.state is MemberState.STABLE and m.rejoin_at_ms is None for m in members)
+                  and len({m.generation for m in members}) == 1)
+        owned = [w.owned for w in workers]
+        if stable and union_all(owned) == configured_work(CONNECTORS) and \
+                sum(o.size for o in owned) == configured_work(CONNECTORS).size:
+            return
+    raise AssertionError("group did not settle: " + ", ".join(
+        f"{w.name}={w.member.state.value}/g{w.member.generation}/{w.owned}" for w in workers))
+
+
+def test_workers_join_on_the_broker_as_the_simulator_predicts(kafka_broker):
+    group = f"connect-cluster-{uuid.uuid4().hex[:8]}"
+    workers: list[Worker] = []
+    try:
+        for name in ("w1", "w2", "w3"):
+            w = new_worker(kafka_broker.bootstrap, group, name, "sessioned")
+            w.driver.start()
+            workers.append(w)
+            settle(workers)
+        before = {w.name: w.owned for w in workers}
+        for w in workers:
+            w.stopped.clear()
+
+        w4 = new_worker(kafka_broker.bootstrap, group, "w4", "sessioned")
+        w4.driver.start()
+        workers.append(w4)
+        settle(workers)
+
+        # only what moved to w4 was stopped; everything else kept running
+        moved = union_all(union_all(w.stopped) for w in workers[:3])
+        assert moved == w4.owned
+        for w in workers[:3]:
+            assert w.owned == before[w.name] - moved
+        for kind in ("connectors", "tasks"):  # balanced: counts differ by one at most
+            counts = [len(getattr(w.owned, kind)) for w in workers]
+            assert max(counts) - min(counts) <= 1, (kind, counts)
+
+        predicted = simulate(Scenario.from_dict({
+            "kind": "connect", "protocol": "sessioned", "session_timeout_ms": SESSION_MS,
+            "scheduled_rebalance_max_delay_ms": 0, "workers": ["w1"],
+            "connectors": CONNECTORS,
+            "events": [{"join": "w2"}, {"join": "w3"}, {"join": "w4"}]})).final
+        assert {w.name: w.owned for w in workers} == dict(predicted)
+    finally:
+        for w in workers:
+            w.driver.leave()
+            w.driver.close()
+
+
+def test_a_worker_that_leaves_hands_its_work_to_the_others(kafka_broker):
+    group = f"connect-cluster-{uuid.uuid4().hex[:8]}"
+    workers = [new_worker(kafka_broker.bootstrap, group, n, "default") for n in ("w1", "w2")]
+    try:
+        for w in workers:
+            w.driver.start()
+        settle(workers)
+        w2 = workers.pop()
+        w2.apply(w2.driver.leave("test"))
+        assert w2.owned.is_empty
+        settle(workers)  # eager: w1 runs everything
+        assert workers[0].owned == configured_work(CONNECTORS)
+    finally:
+        for w in workers:
+            w.driver.leave()
+            w.driver.close()

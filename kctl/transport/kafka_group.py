@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from kctl.errors import TransportError
 from kctl.group import connect_coordinator as connect_wire
+from kctl.group.history import GenerationCompleted, GenerationRecord
 from kctl.group.protocol import (
     ErrorCode,
     GroupMember,
@@ -102,18 +103,27 @@ class BrokerGroupDriver:
 
     def __init__(self, bootstrap_servers: str, group_id: str, member: GroupMember[Any],
                  codec: GroupCodec, *, request_timeout_ms: int = 30_000,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 wall_clock: Callable[[], float] = time.time):
         self.group_id = group_id
         self.member = member
         self.codec = codec
         self.request_timeout_ms = request_timeout_ms
         self._clock = clock
+        self._wall_clock = wall_clock
         self._bootstrap = bootstrap_servers
         self._client: Any = None
         self._coordinator: Any = None
         self._inflight: list[_InFlight] = []
         self._wake = threading.Event()
         self._work: list[Any] = []
+        # what the next GenerationRecord tells: why we joined, who the leader saw, and
+        # what was stopped since the last completed generation
+        self._join_reason = ""
+        self._members: tuple[str, ...] = ()
+        self._stopped: Any = member.handler.empty()
+        self._started: Any = member.handler.empty()
+        self._assignment: Any = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -152,7 +162,8 @@ class BrokerGroupDriver:
     def poll(self, timeout: float) -> list[Any]:
         """Run the member for up to `timeout` seconds (less when something happens):
         answers in, requests and heartbeats out. Returns StartWork, StopWork and
-        MemberFailed actions for the application, in order."""
+        MemberFailed actions for the application, in order, and a GenerationCompleted
+        with this worker's record of each generation it completes."""
         deadline = time.monotonic() + timeout
         while True:
             self._wake.clear()
@@ -179,8 +190,18 @@ class BrokerGroupDriver:
     def _act(self, actions: list[Any]) -> None:
         for action in actions:
             if isinstance(action, Send):
+                if isinstance(action.request, JoinGroup) and not self._join_reason:
+                    # the first reason since the last generation is its cause; later
+                    # rejoins of the same rebalance give none
+                    self._join_reason = action.request.reason
                 self._send(action.request)
-            elif isinstance(action, StartWork | StopWork | MemberFailed):
+            elif isinstance(action, StopWork):
+                self._stopped = self._stopped | action.work
+                self._work.append(action)
+            elif isinstance(action, StartWork):
+                self._started = self._started | action.work
+                self._work.append(action)
+            elif isinstance(action, MemberFailed):
                 self._work.append(action)
             elif not isinstance(action, ScheduleTimer):  # timers: member.next_deadline()
                 raise TransportError(f"group {self.group_id}: unexpected action {action!r}")
@@ -308,7 +329,28 @@ class BrokerGroupDriver:
             response = self._from_wire(entry.request, entry.future.value)
             if response is None:
                 continue
+            completed = self.member.last_completed_generation
             self._act(self.member.handle(response, self._now()))
+            if self.member.last_completed_generation != completed:
+                self._work.append(GenerationCompleted(self._record()))
+
+    def _record(self) -> GenerationRecord:
+        m = self.member
+        sets: dict[str, Any] = {}
+        delay = int(getattr(self._assignment, "delay_ms", 0) or 0)
+        reports = getattr(m.handler, "reports", {})
+        if m.is_leader and m.generation in reports:
+            sets, delay = reports[m.generation]
+        record = GenerationRecord(
+            worker=m.client_id, member_id=m.member_id, generation=m.generation,
+            at_ms=int(self._wall_clock() * 1000),
+            trigger=self._join_reason or "rebalance started by the group",
+            protocol=m.protocol or "", leader=m.leader, owned=m.owned,
+            assigned=self._started, revoked=self._stopped, delay_ms=delay,
+            members=self._members if m.is_leader else (), sets=sets)
+        self._stopped = self._started = m.handler.empty()
+        self._join_reason = ""
+        return record
 
     def _retry(self, entry: _InFlight) -> None:
         if isinstance(entry.request, LeaveGroup):
@@ -332,12 +374,14 @@ class BrokerGroupDriver:
                 JoinMember(m.member_id, m.member_id,
                            self.codec.decode_metadata(protocol or "", bytes(m.metadata)))
                 for m in wire.members)
+            self._members = tuple(m.member_id for m in members)
             return JoinGroupResponse(error, wire.member_id, wire.generation_id, protocol,
                                      wire.leader, members)
         if isinstance(request, SyncGroup):
             raw = bytes(wire.assignment or b"")
             protocol = self.member.protocol or ""
             assignment = self.codec.decode_assignment(protocol, raw) if raw else None
+            self._assignment = assignment
             return SyncGroupResponse(error, assignment, request.generation)
         if isinstance(request, Heartbeat):
             return HeartbeatResponse(error)

@@ -15,6 +15,7 @@ import pytest
 
 from kctl.group.assignors.connect import EMPTY, ConnectorsAndTasks, configured_work, union_all
 from kctl.group.connect_coordinator import ConnectHandler
+from kctl.group.history import GenerationCompleted, GenerationRecord
 from kctl.group.protocol import GroupMember, MemberFailed, MemberState, StartWork, StopWork
 from kctl.group.scenario import Scenario
 from kctl.group.simulator import simulate
@@ -38,6 +39,7 @@ class Worker:
     driver: BrokerGroupDriver
     owned: ConnectorsAndTasks = EMPTY
     stopped: list[ConnectorsAndTasks] = field(default_factory=list)
+    records: list[GenerationRecord] = field(default_factory=list)
 
     def apply(self, actions) -> None:
         for action in actions:
@@ -48,6 +50,9 @@ class Worker:
                 assert action.work.issubset(self.owned), "stopped something it did not run"
                 self.owned = self.owned - action.work
                 self.stopped.append(action.work)
+            elif isinstance(action, GenerationCompleted):
+                assert GenerationRecord.from_json(action.record.to_json()) == action.record
+                self.records.append(action.record)
             elif isinstance(action, MemberFailed):
                 raise AssertionError(f"{self.name} failed: {action}")
 
@@ -92,6 +97,7 @@ def test_workers_join_on_the_broker_as_the_simulator_predicts(kafka_broker):
             workers.append(w)
             settle(workers)
         before = {w.name: w.owned for w in workers}
+        generation_before = workers[0].member.generation
         for w in workers:
             w.stopped.clear()
 
@@ -115,6 +121,20 @@ def test_workers_join_on_the_broker_as_the_simulator_predicts(kafka_broker):
             "connectors": CONNECTORS,
             "events": [{"join": "w2"}, {"join": "w3"}, {"join": "w4"}]})).final
         assert {w.name: w.owned for w in workers} == dict(predicted)
+
+        # every worker recorded each generation it completed, in a form history can merge
+        last = max(r.generation for w in workers for r in w.records)
+        final = {w.name: w.records[-1] for w in workers}
+        assert {r.generation for r in final.values()} == {last}
+        assert all(r.owned == w.owned for w, r in zip(workers, final.values(), strict=True))
+        leader = next(r for r in final.values() if r.is_leader)
+        assert leader.worker == "w1" and len(leader.members) == 4
+        assert ConnectorsAndTasks.from_json(leader.sets["configured"]) == \
+            configured_work(CONNECTORS)
+        assert w4.records[0].trigger == "join" and w4.records[0].revoked.is_empty
+        revoked = union_all(r.revoked for w in workers[:3] for r in w.records
+                            if r.generation > generation_before)
+        assert revoked == moved
     finally:
         for w in workers:
             w.driver.leave()

@@ -14,11 +14,11 @@ and `IncrementalCooperativeConnectProtocol` (`compatible` version 1, `sessioned`
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from kctl.errors import ProtocolError
+from kctl.group._wire import Reader, Writer
 from kctl.group.assignors.connect import (
     EMPTY,
     PROTOCOL_VERSIONS,
@@ -170,107 +170,40 @@ class ConnectHandler:
 # A sentinel task number: "the connector itself" in a connector's list of tasks.
 CONNECTOR_TASK = -1
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
+def _write_work(w: Writer, work: ConnectorsAndTasks) -> None:
+    """Connect's ConnectorAssignment array: per connector, its task numbers, -1 for the
+    connector itself."""
+    by_connector: dict[str, list[int]] = {c: [CONNECTOR_TASK] for c in work.connectors}
+    for t in work.tasks:
+        by_connector.setdefault(t.connector, []).append(t.task)
+    w.i32(len(by_connector))
+    for name in sorted(by_connector):
+        w.string(name)
+        tasks = sorted(by_connector[name])
+        w.i32(len(tasks))
+        for n in tasks:
+            w.i32(n)
 
 
-class _Writer:
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-
-    def i16(self, v: int) -> None:
-        self.parts.append(_I16.pack(v))
-
-    def i32(self, v: int) -> None:
-        self.parts.append(_I32.pack(v))
-
-    def i64(self, v: int) -> None:
-        self.parts.append(_I64.pack(v))
-
-    def string(self, v: str) -> None:
-        raw = v.encode()
-        self.i16(len(raw))
-        self.parts.append(raw)
-
-    def nullable_bytes(self, v: bytes | None) -> None:
-        if v is None:
-            self.i32(-1)
-        else:
-            self.i32(len(v))
-            self.parts.append(v)
-
-    def work(self, work: ConnectorsAndTasks) -> None:
-        """Connect's ConnectorAssignment array: per connector, its task numbers, -1 for
-        the connector itself."""
-        by_connector: dict[str, list[int]] = {c: [CONNECTOR_TASK] for c in work.connectors}
-        for t in work.tasks:
-            by_connector.setdefault(t.connector, []).append(t.task)
-        self.i32(len(by_connector))
-        for name in sorted(by_connector):
-            self.string(name)
-            tasks = sorted(by_connector[name])
-            self.i32(len(tasks))
-            for n in tasks:
-                self.i32(n)
-
-    def getvalue(self) -> bytes:
-        return b"".join(self.parts)
-
-
-class _Reader:
-    def __init__(self, data: bytes, what: str):
-        self.data = memoryview(data)
-        self.pos = 0
-        self.what = what
-
-    def _take(self, n: int) -> memoryview:
-        if n < 0 or self.pos + n > len(self.data):
-            raise ProtocolError(f"truncated connect {self.what}: needs {n} more bytes at "
-                                f"byte {self.pos} of {len(self.data)}")
-        chunk = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return chunk
-
-    def i16(self) -> int:
-        return int(_I16.unpack(self._take(2))[0])
-
-    def i32(self) -> int:
-        return int(_I32.unpack(self._take(4))[0])
-
-    def i64(self) -> int:
-        return int(_I64.unpack(self._take(8))[0])
-
-    def string(self) -> str:
-        return bytes(self._take(self.i16())).decode()
-
-    def nullable_bytes(self) -> bytes | None:
-        n = self.i32()
-        return None if n < 0 else bytes(self._take(n))
-
-    def work(self) -> ConnectorsAndTasks:
-        n = self.i32()
-        connectors: set[str] = set()
-        tasks: set[TaskId] = set()
-        for _ in range(max(n, 0)):  # -1: a null array, as Java writes an absent one
-            name = self.string()
-            for _ in range(self.i32()):
-                number = self.i32()
-                if number == CONNECTOR_TASK:
-                    connectors.add(name)
-                else:
-                    tasks.add(TaskId(name, number))
-        return ConnectorsAndTasks(frozenset(connectors), frozenset(tasks))
-
-    @property
-    def at_end(self) -> bool:
-        return self.pos >= len(self.data)
+def _read_work(r: Reader) -> ConnectorsAndTasks:
+    n = r.i32()
+    connectors: set[str] = set()
+    tasks: set[TaskId] = set()
+    for _ in range(max(n, 0)):  # -1: a null array, as Java writes an absent one
+        name = r.string()
+        for _ in range(r.i32()):
+            number = r.i32()
+            if number == CONNECTOR_TASK:
+                connectors.add(name)
+            else:
+                tasks.add(TaskId(name, number))
+    return ConnectorsAndTasks(frozenset(connectors), frozenset(tasks))
 
 
 def encode_metadata(meta: WorkerMetadata) -> bytes:
     """JoinGroup metadata: version, URL, config offset and (cooperative) the assignment the
     worker runs now, itself encoded as an assignment."""
-    w = _Writer()
+    w = Writer()
     w.i16(meta.protocol_version)
     w.string(meta.url)
     w.i64(meta.config_offset)
@@ -285,7 +218,7 @@ def encode_metadata(meta: WorkerMetadata) -> bytes:
 
 
 def decode_metadata(data: bytes) -> WorkerMetadata:
-    r = _Reader(data, "worker metadata")
+    r = Reader(data, "connect worker metadata")
     version = r.i16()
     if version < 0:
         raise ProtocolError(f"unsupported connect subscription version {version}")
@@ -303,21 +236,21 @@ def decode_metadata(data: bytes) -> WorkerMetadata:
 def encode_assignment(a: ConnectAssignment) -> bytes:
     """SyncGroup assignment: version 0 (whole assignment) or 1/2 (assigned, revoked and
     the scheduled delay)."""
-    w = _Writer()
+    w = Writer()
     w.i16(a.version)
     w.i16(a.error)
     w.string(a.leader)
     w.string(a.leader_url)
     w.i64(a.config_offset)
-    w.work(a.assigned)
+    _write_work(w, a.assigned)
     if a.version > 0:
-        w.work(a.revoked)
+        _write_work(w, a.revoked)
         w.i32(a.delay_ms)
     return w.getvalue()
 
 
 def decode_assignment(data: bytes) -> ConnectAssignment:
-    r = _Reader(data, "assignment")
+    r = Reader(data, "connect assignment")
     version = r.i16()
     if version < 0:
         raise ProtocolError(f"unsupported connect assignment version {version}")
@@ -325,10 +258,10 @@ def decode_assignment(data: bytes) -> ConnectAssignment:
     leader = r.string()
     leader_url = r.string()
     offset = r.i64()
-    assigned = r.work()
+    assigned = _read_work(r)
     revoked, delay = EMPTY, 0
     if version > 0:
-        revoked = r.work() if not r.at_end else EMPTY
+        revoked = _read_work(r) if not r.at_end else EMPTY
         delay = r.i32() if not r.at_end else 0
     return ConnectAssignment(leader, leader_url, offset, assigned=assigned, revoked=revoked,
                              delay_ms=delay, error=error, version=min(version, 2))

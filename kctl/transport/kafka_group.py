@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from kctl.errors import TransportError
 from kctl.group import connect_coordinator as connect_wire
+from kctl.group import consumer_protocol as consumer_wire
 from kctl.group.history import GenerationCompleted, GenerationRecord
 from kctl.group.protocol import (
     ErrorCode,
@@ -48,7 +49,7 @@ from kctl.group.protocol import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CONNECT_CODEC", "BrokerGroupDriver", "GroupCodec"]
+__all__ = ["CONNECT_CODEC", "CONSUMER_CODEC", "BrokerGroupDriver", "GroupCodec"]
 
 # Kafka errors that mean "ask another broker who coordinates this group, then resend".
 _COORDINATOR_MOVED = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
@@ -84,7 +85,24 @@ class _ConnectCodec:
         return connect_wire.decode_assignment(raw)
 
 
+class _ConsumerCodec:
+    """Kafka's ConsumerProtocol (Subscription and Assignment v3)."""
+
+    def encode_metadata(self, protocol: str, metadata: Any) -> bytes:
+        return consumer_wire.encode_subscription(metadata)
+
+    def decode_metadata(self, protocol: str, raw: bytes) -> Any:
+        return consumer_wire.decode_subscription(raw)
+
+    def encode_assignment(self, protocol: str, assignment: Any) -> bytes:
+        return consumer_wire.encode_assignment(assignment)
+
+    def decode_assignment(self, protocol: str, raw: bytes) -> Any:
+        return consumer_wire.decode_assignment(raw)
+
+
 CONNECT_CODEC: GroupCodec = _ConnectCodec()
+CONSUMER_CODEC: GroupCodec = _ConsumerCodec()
 
 
 @dataclass

@@ -53,7 +53,7 @@ def test_transform_failures_go_to_the_dlq_once_and_replay_after_the_fix(
                "transforms.fail.modulo": 10, "transforms.fail.remainder": 9}
     source = write(tmp_path / "source.yaml", {
         "name": "numbers", "connector.class": "support.connectors.CounterSourceConnector",
-        "topic": topic, "count": COUNT, "per.poll": 5, "poll.sleep.ms": 100, **failing,
+        "topic": topic, "count": COUNT, "per.poll": 5, "poll.sleep.ms": 250, **failing,
         "errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq,
         "errors.deadletterqueue.topic.replication.factor": 1,
         "errors.deadletterqueue.context.headers.enable": True})
@@ -72,7 +72,8 @@ def test_transform_failures_go_to_the_dlq_once_and_replay_after_the_fix(
         for f in (source, strict, sinks[0]):
             w.kctl("connector", "create", str(f))
 
-        # restart the worker while the source is mid-way
+        # restart the worker while the source is mid-way (it takes 15 s to produce them all;
+        # a sink on the test broker joins its group ~3 s late)
         wait_until(lambda: len(values(out)) >= 30, timeout=60, message="some records out")
         assert len(values(out)) < len(good), "the source finished before the restart"
         w.stop()

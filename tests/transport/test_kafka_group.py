@@ -157,3 +157,60 @@ def test_a_worker_that_leaves_hands_its_work_to_the_others(kafka_broker):
         for w in workers:
             w.driver.leave()
             w.driver.close()
+
+
+def test_consumers_run_kctls_assignors_on_the_broker(kafka_broker):
+    """Sink tasks' groups: kctl's cooperative-sticky assignor, on the broker's coordinator,
+    gives what `kctl rebalance explain --kind consumer` shows for the same joins."""
+    import time
+
+    from kctl.group.consumer_coordinator import ConsumerHandler, assignment_strategy
+    from kctl.transport.kafka_group import CONSUMER_CODEC
+
+    group = f"connect-sink-{uuid.uuid4().hex[:8]}"
+    cluster = {"T0": 3, "T1": 2}
+    names = ("C0", "C1", "C2")
+    drivers: dict[str, BrokerGroupDriver] = {}
+    owned: dict[str, frozenset] = {}
+
+    def drive(timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for name, d in drivers.items():
+                for a in d.poll(0.02):
+                    if isinstance(a, StartWork):
+                        owned[name] = owned.get(name, frozenset()) | a.work
+                    elif isinstance(a, StopWork):
+                        owned[name] = owned.get(name, frozenset()) - a.work
+                    elif isinstance(a, MemberFailed):
+                        raise AssertionError(a)
+            members = [d.member for d in drivers.values()]
+            placed = sorted(tp for w in owned.values() for tp in w)
+            if all(m.state is MemberState.STABLE and m.rejoin_at_ms is None for m in members) \
+                    and len({m.generation for m in members}) == 1 and len(placed) == 5 \
+                    and len(set(placed)) == 5:
+                return
+        raise AssertionError(f"consumer group did not settle: {owned}")
+
+    try:
+        for name in names:
+            handler = ConsumerHandler(name, ["T0", "T1"],
+                                      assignment_strategy("cooperative-sticky"),
+                                      cluster=lambda: cluster)
+            member = GroupMember(name, handler, session_timeout_ms=SESSION_MS,
+                                 rebalance_timeout_ms=SESSION_MS, heartbeat_interval_ms=500)
+            drivers[name] = BrokerGroupDriver(kafka_broker.bootstrap, group, member,
+                                              CONSUMER_CODEC)
+            drivers[name].start()
+            drive()
+        predicted = simulate(Scenario.from_dict({
+            "kind": "consumer", "protocol": "cooperative-sticky",
+            "session_timeout_ms": SESSION_MS, "topics": cluster,
+            "members": {"C0": ["T0", "T1"]},
+            "events": [{"join": {"C1": ["T0", "T1"]}}, {"join": {"C2": ["T0", "T1"]}}]})).final
+        assert {n: frozenset(owned.get(n, frozenset())) for n in names} == \
+            {n: frozenset(predicted[n]) for n in names}
+    finally:
+        for d in drivers.values():
+            d.leave()
+            d.close()

@@ -214,3 +214,50 @@ def test_consumers_run_kctls_assignors_on_the_broker(kafka_broker):
         for d in drivers.values():
             d.leave()
             d.close()
+
+
+def test_a_worker_that_stalls_past_its_session_gives_up_its_work_before_rejoining(
+        kafka_broker):
+    """A zombie: w2 stops polling (as a process stopped with SIGSTOP would) past its session
+    timeout while w1 keeps heartbeating; the coordinator expires it and w1 takes its work.
+    When w2 wakes it learns it is no longer a member, stops everything it ran before it
+    starts anything again, and rejoins; nothing ever runs twice once the group settles."""
+    import time
+
+    group = f"connect-cluster-{uuid.uuid4().hex[:8]}"
+    w1, w2 = (new_worker(kafka_broker.bootstrap, group, n, "sessioned") for n in ("w1", "w2"))
+    try:
+        w1.driver.start()
+        settle([w1])
+        w2.driver.start()
+        settle([w1, w2])
+        held = w2.owned
+        assert not held.is_empty
+
+        # w2 stalls; w1 goes on polling until the group has moved on without w2
+        stalled_generation = w2.member.generation
+        deadline = time.monotonic() + 4 * SESSION_MS / 1000 + 10
+        while w1.member.generation == stalled_generation or \
+                w1.owned != configured_work(CONNECTORS):
+            assert time.monotonic() < deadline, "w1 never took over w2's work"
+            w1.apply(w1.driver.poll(0.05))
+
+        # w2 wakes: its first actions give up what it held
+        actions: list = []
+        deadline = time.monotonic() + 10
+        while not any(isinstance(a, StopWork) for a in actions):
+            assert time.monotonic() < deadline, "w2 never noticed it was expired"
+            got = w2.driver.poll(0.05)
+            assert not any(isinstance(a, StartWork) for a in got) or \
+                any(isinstance(a, StopWork) for a in actions + got)
+            actions += got
+            w1.apply(w1.driver.poll(0.01))
+        first_stop = next(i for i, a in enumerate(actions) if isinstance(a, StopWork))
+        assert not any(isinstance(a, StartWork) for a in actions[:first_stop])
+        w2.apply(actions)
+        assert w2.owned.is_empty
+        settle([w1, w2])
+    finally:
+        for w in (w1, w2):
+            w.driver.leave()
+            w.driver.close()

@@ -173,7 +173,7 @@ def worker_start(
     connectors: list[str] = typer.Argument(None, help="Connector files to create at start."),
 ) -> None:
     """Start a standalone worker in the foreground (embedded defaults without CONFIG)."""
-    from kctl.runtime.standalone import run_worker  # heavy: only for this command
+    from kctl.launch import run_worker  # heavy: only for this command
 
     raise typer.Exit(run_worker(config, list(connectors or []), console, err_console))
 

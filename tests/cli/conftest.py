@@ -12,7 +12,7 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from kctl.cli.main import app
-from kctl.runtime.standalone import StandaloneWorker
+from kctl.launch import StandaloneWorker
 from kctl.runtime.worker_config import WorkerConfig
 
 

@@ -21,8 +21,8 @@ from support import connectors as sc
 from support.waiting import wait_until
 
 from kctl import __version__
+from kctl.launch import StandaloneWorker
 from kctl.rest.server import RestServer
-from kctl.runtime.standalone import StandaloneWorker
 from kctl.runtime.worker_config import WorkerConfig
 
 SOURCE = "support.connectors.CounterSourceConnector"

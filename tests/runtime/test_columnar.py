@@ -16,7 +16,7 @@ from support import connectors as sc
 from support.waiting import wait_until
 
 from kctl.api import TopicPartition
-from kctl.runtime.standalone import StandaloneWorker
+from kctl.launch import StandaloneWorker
 from kctl.runtime.tasks import SOURCE_HEADER
 from kctl.runtime.worker_config import WorkerConfig
 from kctl.states import TaskId

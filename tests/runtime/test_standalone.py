@@ -19,7 +19,7 @@ from support.waiting import wait_until
 
 from kctl.api import ConfigDef, SourceConnector, SourceRecord, SourceTask
 from kctl.errors import AlreadyExistsError, ConflictError, NotFoundError, ValidationError
-from kctl.runtime.standalone import StandaloneWorker
+from kctl.launch import StandaloneWorker
 from kctl.runtime.worker_config import WorkerConfig
 from kctl.states import State, TargetState
 

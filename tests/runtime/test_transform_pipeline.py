@@ -16,7 +16,7 @@ from support import connectors as sc
 from support.waiting import wait_until
 
 from kctl.api.data import Struct
-from kctl.runtime.standalone import StandaloneWorker
+from kctl.launch import StandaloneWorker
 from kctl.runtime.worker_config import WorkerConfig
 
 SOURCE = "support.connectors.CounterSourceConnector"

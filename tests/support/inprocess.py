@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from kctl.runtime.standalone import StandaloneWorker
+from kctl.launch import StandaloneWorker
 from kctl.runtime.worker_config import WorkerConfig
 from kctl.transport.base import ProducerRecord, TopicSpec, Transport
 

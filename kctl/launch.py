@@ -1,0 +1,184 @@
+"""A worker process, assembled: the runtime, the stores, the transport and the REST server.
+
+The one module that knows both the runtime and the REST layer (Kafka's ConnectStandalone /
+AbstractConnectCli): `kctl worker start` calls `run_worker`, tests build a
+`StandaloneWorker`. Everything below it stays unaware of how it is served.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from kctl.errors import ConfigError, KctlError, ValidationError
+from kctl.rest.app import create_app
+from kctl.rest.server import RestServer
+from kctl.runtime.plugins import Plugins
+from kctl.runtime.spark import SparkEngine
+from kctl.runtime.standalone import StandaloneHerder, build_stores, build_transport
+from kctl.runtime.validation import raise_if_invalid, validate_config
+from kctl.runtime.worker import Worker
+
+log = logging.getLogger("kctl.worker")
+
+__all__ = ["StandaloneWorker", "run_worker"]
+
+
+class StandaloneWorker:
+    """Everything one `kctl worker start` runs, wired together; also used by tests.
+
+    Nothing touches state.dir until everything that can be checked without it has been:
+    the config (WorkerConfig), the Spark master, the plugins and the REST port. A worker
+    that cannot start leaves no state directory, lock or log behind.
+    """
+
+    def __init__(self, config: Any, plugins: Plugins | None = None):
+        self.config = config
+        self.spark = SparkEngine(config.spark_conf())
+        self.plugins = plugins or Plugins(config.get_list("plugin.path"))
+        for err in self.plugins.load_errors:
+            log.warning("plugin: %s", err)
+        self.herder = StandaloneHerder("starting", self.plugins, None, None, None)
+        host, port = config.listener()
+        try:
+            self.rest = RestServer(create_app(self.herder), host, port)
+        except ConfigError as e:
+            raise ConfigError(f"{config.source}: listeners: {e}", key="listeners",
+                              source=config.source) from e
+        try:
+            config.state_dir.mkdir(parents=True, exist_ok=True)
+            self.transport = build_transport(config)
+        except BaseException:
+            self.rest.stop()
+            raise
+        try:
+            self.offsets, self.configs, self.statuses = build_stores(config.state_dir)
+        except BaseException:
+            self.rest.stop()
+            self.transport.close()
+            raise
+        self.herder.configs, self.herder.statuses = self.configs, self.statuses
+        self.herder.offsets = self.offsets
+
+    def start(self) -> None:
+        self.rest.start()
+        self.herder.worker_id = self.config.worker_id(self.rest.port)
+        worker = Worker(self.config, worker_id=self.herder.worker_id, transport=self.transport,
+                        offset_store=self.offsets, status=self.herder, plugins=self.plugins,
+                        spark=self.spark)
+        self.herder.start(worker)
+
+    def stop(self) -> None:
+        try:
+            self.rest.stop()
+        finally:
+            try:
+                self.herder.stop()
+            finally:
+                self.spark.stop()
+                for s in (self.offsets, self.configs, self.statuses):
+                    s.stop()
+                self.transport.close()
+
+
+def _load_connectors(files: list[str], plugins: Plugins) -> list[tuple[str, dict[str, str]]]:
+    """Read and validate every connector file, so a bad one stops the worker before it starts
+    (connect-standalone exits on a connector it cannot create, too)."""
+    from kctl.runtime.connector_config import load_connector_file
+
+    loaded = []
+    for f in files:
+        try:
+            name, config = load_connector_file(f)
+        except KctlError as e:
+            raise ConfigError(str(e) if f in str(e) else f"{f}: {e}", source=f) from e
+        try:
+            raise_if_invalid(validate_config(plugins, config))
+        except ValidationError as e:
+            lines = [f"{k}: {m}" for k, ms in e.errors.items() for m in ms]
+            raise ValidationError(f"{f}: connector {name} is invalid:\n"
+                                  + "\n".join(f"  - {line}" for line in lines), e.errors) from e
+        loaded.append((name, config))
+    return loaded
+
+
+def run_worker(config_path: str | None, connector_files: list[str], console: Any,
+               err_console: Any | None = None) -> int:
+    """Run a standalone worker in the foreground until SIGINT/SIGTERM; returns an exit code.
+
+    Progress goes to `console`, errors to `err_console` (stderr). The first Ctrl-C stops the
+    worker cleanly (exit 0); a second one during a slow stop exits at once (130).
+    """
+    import os
+    import signal
+
+    err = err_console if err_console is not None else console
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        if stop.is_set():
+            os._exit(130)  # asked twice: the user wants out now
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return _serve(config_path, connector_files, console, err, stop)
+    finally:  # an in-process caller (a test) gets its own handlers back
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _serve(config_path: str | None, connector_files: list[str], console: Any, err: Any,
+           stop: threading.Event) -> int:
+    """The body of run_worker, once its signal handlers are in place."""
+    from kctl.runtime.worker_config import WorkerConfig
+
+    def error(e: BaseException) -> int:
+        from rich.text import Text
+
+        err.print(Text.assemble(("error:", "red"), " ", str(e)), highlight=False, soft_wrap=True)
+        return 2
+
+    try:
+        config = WorkerConfig.from_file(config_path)
+    except KctlError as e:
+        return error(e)
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        plugins = Plugins(config.get_list("plugin.path"))
+        connectors = _load_connectors(connector_files, plugins)
+        worker = StandaloneWorker(config, plugins)
+    except KctlError as e:
+        return error(e)
+    try:
+        if not stop.is_set():
+            worker.start()
+            where = (f"embedded log at {config.state_dir}" if config.embedded
+                     else "Kafka " + ",".join(config.get_list("bootstrap.servers")))
+            console.print(f"kctl worker {worker.herder.worker_id} ({where})", highlight=False,
+                          markup=False)
+            console.print(f"REST API listening on {worker.rest.url}", highlight=False,
+                          markup=False)
+        for name, cfg in connectors:
+            if stop.is_set():
+                break
+            created, _ = worker.herder.put_connector_config(name, cfg)
+            console.print(f"connector {name} {'created' if created else 'updated'}",
+                          highlight=False, markup=False)
+    except KctlError as e:
+        code = error(e)
+        worker.stop()
+        return code
+    except BaseException:
+        worker.stop()
+        raise
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        console.print("stopping worker...", highlight=False)
+        worker.stop()
+        console.print("worker stopped", highlight=False)
+    return 0

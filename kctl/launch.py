@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 from kctl.errors import ConfigError, KctlError, ValidationError
+from kctl.exit_status import ExitStatus
 from kctl.rest.app import create_app
 from kctl.rest.server import RestServer
 from kctl.runtime.plugins import Plugins
@@ -118,7 +119,7 @@ def run_worker(config_path: str | None, connector_files: list[str], console: Any
 
     def on_signal(signum: int, _frame: Any) -> None:
         if stop.is_set():
-            os._exit(130)  # asked twice: the user wants out now
+            os._exit(ExitStatus.INTERRUPTED)  # asked twice: the user wants out now
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -138,7 +139,7 @@ def _serve(config_path: str | None, connector_files: list[str], console: Any, er
         from rich.text import Text
 
         err.print(Text.assemble(("error:", "red"), " ", str(e)), highlight=False, soft_wrap=True)
-        return 2
+        return ExitStatus.USAGE
 
     try:
         config = WorkerConfig.from_file(config_path)
@@ -181,4 +182,4 @@ def _serve(config_path: str | None, connector_files: list[str], console: Any, er
         console.print("stopping worker...", highlight=False)
         worker.stop()
         console.print("worker stopped", highlight=False)
-    return 0
+    return ExitStatus.SUCCESS

@@ -23,6 +23,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from kctl.exit_status import ExitStatus
+
 PROG_NAME = "kctl"
 SHELLS = ("bash", "zsh", "fish")
 REGENERATE = "python -m kctl.cli.completions"
@@ -567,12 +569,12 @@ def main(argv: list[str] | None = None) -> int:
         if stale:
             print(f"run `{REGENERATE}` to regenerate the shell completion scripts",
                   file=sys.stderr)
-            return 1
+            return ExitStatus.ERROR
         print(f"shell completion scripts are up to date ({', '.join(SHELLS)})")
-        return 0
+        return ExitStatus.SUCCESS
     for path in write_all(args.dir):
         print(f"wrote {path}")
-    return 0
+    return ExitStatus.SUCCESS
 
 
 if __name__ == "__main__":

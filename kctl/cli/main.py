@@ -22,6 +22,7 @@ from rich.text import Text
 from kctl.cli import render
 from kctl.cli.client import Client, ClientError
 from kctl.errors import KctlError
+from kctl.exit_status import ExitStatus
 
 app = typer.Typer(help="kctl: Kafka-Connect-style data integration on Spark.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -82,7 +83,7 @@ def print_error(message: str) -> None:
                       soft_wrap=True)
 
 
-def fail(message: str, code: int = 1) -> typer.Exit:
+def fail(message: str, code: ExitStatus = ExitStatus.ERROR) -> typer.Exit:
     print_error(message)
     return typer.Exit(code)
 
@@ -96,12 +97,13 @@ def run(fn: Any) -> Any:
             raise
         if e.status == 400 and isinstance(e.body, dict) and e.body.get("errors"):
             err_console.print(render.validation_table(e.body["errors"]))
-            raise fail(e.args[0].splitlines()[0], 2) from None
-        raise fail(str(e), 2 if e.status in (400, 404, 409) else 1) from None
+            raise fail(e.args[0].splitlines()[0], ExitStatus.USAGE) from None
+        raise fail(str(e), ExitStatus.USAGE if e.status in (400, 404, 409)
+                   else ExitStatus.ERROR) from None
     except KctlError as e:
         if state.debug:
             raise
-        raise fail(str(e), 2) from None
+        raise fail(str(e), ExitStatus.USAGE) from None
 
 
 def read_input(file: str) -> tuple[str, str]:
@@ -113,13 +115,13 @@ def read_input(file: str) -> tuple[str, str]:
         try:
             return sys.stdin.read(), "<stdin>"
         except UnicodeDecodeError:
-            raise fail("cannot read <stdin>: not UTF-8 text", 2) from None
+            raise fail("cannot read <stdin>: not UTF-8 text", ExitStatus.USAGE) from None
     try:
         return Path(file).read_text(encoding="utf-8"), file
     except OSError as e:
-        raise fail(f"cannot read {file}: {e.strerror or e}", 2) from None
+        raise fail(f"cannot read {file}: {e.strerror or e}", ExitStatus.USAGE) from None
     except UnicodeDecodeError:
-        raise fail(f"cannot read {file}: not UTF-8 text", 2) from None
+        raise fail(f"cannot read {file}: not UTF-8 text", ExitStatus.USAGE) from None
 
 
 def parse_input(text: str, source: str) -> Any:
@@ -131,7 +133,7 @@ def parse_input(text: str, source: str) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise fail(f"{source}: not valid YAML or JSON: {describe_yaml_error(e)}", 2) from None
+        raise fail(f"{source}: not valid YAML or JSON: {describe_yaml_error(e)}", ExitStatus.USAGE) from None
 
 
 def load_connector(file: str) -> tuple[str, dict[str, str]]:
@@ -155,12 +157,14 @@ def load_offsets(file: str) -> dict[str, Any]:
         body = {"offsets": body}
     entries = body.get("offsets") if isinstance(body, dict) else None
     if not isinstance(entries, list):
-        raise fail(f"{source}: expected {OFFSETS_SHAPE}, got {type(body).__name__}", 2)
+        raise fail(f"{source}: expected {OFFSETS_SHAPE}, got {type(body).__name__}",
+                   ExitStatus.USAGE)
     for i, entry in enumerate(entries):
         if not (isinstance(entry, dict) and isinstance(entry.get("partition"), dict)
                 and (entry.get("offset") is None or isinstance(entry["offset"], dict))):
             raise fail(f"{source}: offsets[{i}] must be {{\"partition\": {{...}}, "
-                       f"\"offset\": {{...}} or null}}, got {json.dumps(entry)}", 2)
+                       f"\"offset\": {{...}} or null}}, got {json.dumps(entry)}",
+                       ExitStatus.USAGE)
     return body
 
 
@@ -300,10 +304,10 @@ def connector_patch(name: str, settings: list[str] = typer.Argument(
     patch: dict[str, str | None] = {}
     for s in settings:
         if "=" not in s:
-            raise fail(f"expected KEY=VALUE, got {s!r}", 2)
+            raise fail(f"expected KEY=VALUE, got {s!r}", ExitStatus.USAGE)
         k, v = s.split("=", 1)
         if not k.strip():
-            raise fail(f"expected KEY=VALUE, got {s!r} (the key is empty)", 2)
+            raise fail(f"expected KEY=VALUE, got {s!r} (the key is empty)", ExitStatus.USAGE)
         patch[k.strip()] = v if v != "" else None
     run(lambda: client().patch(f"/connectors/{name}/config", json=patch))
     console.print(f"connector {name} updated", highlight=False, markup=False)
@@ -353,15 +357,15 @@ def connector_validate(file: str, output: Output = OutputOpt) -> None:
     name, config = load_connector(file)
     plugin = config.get("connector.class", "")
     if not plugin:
-        raise fail("the config has no connector.class", 2)
+        raise fail("the config has no connector.class", ExitStatus.USAGE)
     data = run(lambda: client().put(f"/connector-plugins/{plugin}/config/validate", json=config))
     if render.dump(data, output.value, console):
-        raise typer.Exit(1 if data["error_count"] else 0)
+        raise typer.Exit(ExitStatus.ERROR if data["error_count"] else ExitStatus.SUCCESS)
     errors = {c["value"]["name"]: c["value"]["errors"] for c in data["configs"]
               if c["value"]["errors"]}
     if errors:
         console.print(render.validation_table(errors))
-        raise fail(f"{data['error_count']} error(s) in {name}'s config", 1)
+        raise fail(f"{data['error_count']} error(s) in {name}'s config", ExitStatus.ERROR)
     console.print(f"{name}: configuration is valid", highlight=False, markup=False)
 
 
@@ -450,7 +454,7 @@ def main() -> None:
         if state.debug:
             raise
         print_error(f"unexpected {type(e).__name__}: {e} (run with --debug for the traceback)")
-        sys.exit(1)
+        sys.exit(ExitStatus.ERROR)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import yaml
 from rich.console import Console
 
 from kctl.errors import ConfigError, KctlError
+from kctl.exit_status import ExitStatus
 
 app = typer.Typer(
     help="Simulate Kafka Connect and consumer group rebalances and explain every round.",
@@ -120,7 +121,7 @@ def explain(
     except ConfigError as exc:
         _fail(f"error: {_where(scenario)}{exc}")
     except KctlError as exc:
-        _fail(f"error: {exc}", code=1)
+        _fail(f"error: {exc}", code=ExitStatus.ERROR)
 
     console = Console(width=width, soft_wrap=False) if width else Console()
     if compare:
@@ -160,7 +161,7 @@ def _where(path: Path | None) -> str:
     return f"{path}: " if path is not None else ""
 
 
-def _fail(message: str, code: int = 2) -> None:
+def _fail(message: str, code: ExitStatus = ExitStatus.USAGE) -> None:
     """One clear line on stderr; typer.Exit keeps the traceback out of the user's way."""
     print(message.splitlines()[0] if message else "error", file=sys.stderr)
     raise typer.Exit(code)

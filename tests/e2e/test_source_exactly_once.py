@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -31,6 +30,27 @@ def start(work: Path, *files: Path) -> subprocess.Popen:
                             env=env)
 
 
+def since_last_start(events: Path) -> list[str]:
+    """What the counter task did since it last started (its events file)."""
+    lines = events.read_text().splitlines() if events.exists() else []
+    starts = [i for i, line in enumerate(lines) if line == "start"]
+    return lines[starts[-1] + 1:] if starts else []
+
+
+def starts(events: Path) -> int:
+    return events.read_text().splitlines().count("start") if events.exists() else 0
+
+
+def acked(events: Path) -> int:
+    return sum(line.startswith("acked ") for line in since_last_start(events))
+
+
+def exhausted_after_restart(events: Path) -> bool:
+    """The restarted task has started again, recovered, and found nothing left to produce:
+    anything it produced again came before this line and was acknowledged on stop."""
+    return starts(events) == 2 and "exhausted" in since_last_start(events)
+
+
 def topic_values(state: Path, topic: str) -> list[bytes]:
     with EmbeddedTransport(state) as t:
         c = t.consumer(None)
@@ -49,13 +69,13 @@ def test_acknowledged_but_uncommitted_records_are_not_produced_twice(tmp_path, m
         f"state.dir: {tmp_path / 'state'}\nlisteners: http://127.0.0.1:{port}\n"
         f"offset.flush.interval.ms: 600000\nexactly.once.source.support: {mode}\n")
     conn = tmp_path / "src.yaml"
+    events = tmp_path / "events"
     conn.write_text("name: counter\nconnector.class: support.connectors.CounterSourceConnector\n"
-                    "topic: numbers\ncount: 300\nper.poll: 10\n")
+                    f"topic: numbers\ncount: 300\nper.poll: 10\nevents.file: {events}\n")
     proc = start(tmp_path, conn)
     try:
-        log = tmp_path / "worker.log"
-        wait_until(lambda: "connector counter created" in log.read_text(), timeout=60)
-        time.sleep(1.5)  # all 300 produced and acknowledged; no offset commit yet (10 min)
+        # all 300 produced and acknowledged; no offset commit yet (10 min)
+        wait_until(lambda: acked(events) == 300, timeout=60, message="300 acknowledged")
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
@@ -63,8 +83,12 @@ def test_acknowledged_but_uncommitted_records_are_not_produced_twice(tmp_path, m
 
     proc = start(tmp_path)
     try:
-        wait_until(lambda: log.read_text().count("REST API listening") == 2, timeout=60)
-        time.sleep(1.5)
+        if mode == "enabled":
+            wait_until(lambda: exhausted_after_restart(events), timeout=60,
+                       message="the restarted task recovered and found nothing left")
+        else:
+            wait_until(lambda: acked(events) == 300 and exhausted_after_restart(events),
+                       timeout=60, message="the restarted task produced all 300 again")
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(30)
@@ -85,8 +109,9 @@ def test_offsets_are_recovered_from_a_real_broker_too(tmp_path, kafka_broker):
         f"bootstrap.servers: {kafka_broker.bootstrap}\n"
         "offset.flush.interval.ms: 600000\ntopic.creation.default.replication.factor: 1\n")
     conn = tmp_path / "src.yaml"
+    events = tmp_path / "events"
     conn.write_text("name: counter\nconnector.class: support.connectors.CounterSourceConnector\n"
-                    f"topic: {topic}\ncount: 300\nper.poll: 10\n")
+                    f"topic: {topic}\ncount: 300\nper.poll: 10\nevents.file: {events}\n")
     log = tmp_path / "worker.log"
     kafka = KafkaTransport([kafka_broker.bootstrap])
     try:
@@ -101,7 +126,8 @@ def test_offsets_are_recovered_from_a_real_broker_too(tmp_path, kafka_broker):
         try:
             wait_until(lambda: "recovered 1 source offset(s) from the log" in log.read_text(),
                        timeout=60, message="the restarted task read its records back")
-            time.sleep(1.5)  # anything produced again would be in the topic by now
+            wait_until(lambda: exhausted_after_restart(events), timeout=60,
+                       message="the restarted task found nothing left to produce")
         finally:
             proc.send_signal(signal.SIGINT)
             proc.wait(30)
@@ -121,17 +147,18 @@ def test_dead_lettered_records_are_not_dead_lettered_again_after_a_crash(tmp_pat
         f"state.dir: {tmp_path / 'state'}\nlisteners: http://127.0.0.1:{port}\n"
         "offset.flush.interval.ms: 600000\n")
     conn = tmp_path / "src.yaml"
+    events = tmp_path / "events"
     conn.write_text(
         "name: counter\nconnector.class: support.connectors.CounterSourceConnector\n"
-        "topic: numbers\ncount: 300\nper.poll: 10\n"
+        f"topic: numbers\ncount: 300\nper.poll: 10\nevents.file: {events}\n"
         "transforms: fail\ntransforms.fail.type: support.transforms.FailOn\n"
         "transforms.fail.modulo: 10\ntransforms.fail.remainder: 9\n"
         "errors.tolerance: all\nerrors.deadletterqueue.topic.name: numbers-dlq\n")
     log = tmp_path / "worker.log"
     proc = start(tmp_path, conn)
     try:
-        wait_until(lambda: "connector counter created" in log.read_text(), timeout=60)
-        time.sleep(1.5)  # all 300 delivered or dead-lettered; no offset commit yet (10 min)
+        # all 300 delivered or dead-lettered; no offset commit yet (10 min)
+        wait_until(lambda: acked(events) == 300, timeout=60, message="300 done with")
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
@@ -142,7 +169,8 @@ def test_dead_lettered_records_are_not_dead_lettered_again_after_a_crash(tmp_pat
     try:
         wait_until(lambda: "recovered 1 source offset(s) from the log" in log.read_text(),
                    timeout=60, message="the restarted task read its records back")
-        time.sleep(1.5)  # anything produced or dead-lettered again would be there by now
+        wait_until(lambda: exhausted_after_restart(events), timeout=60,
+                   message="the restarted task found nothing left to produce or dead-letter")
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(30)

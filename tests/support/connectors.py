@@ -6,6 +6,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from kctl.api import (
     ConfigDef,
@@ -39,7 +40,10 @@ class CounterSourceConnector(SourceConnector):
                 .define("per.poll", ConfigType.INT, 10, doc="Records per poll")
                 .define("poll.sleep.ms", ConfigType.INT, 0, doc="Pause before each poll")
                 .define("fail.at", ConfigType.INT, -1, doc="Raise when reaching this value")
-                .define("partitions", ConfigType.INT, 0, doc="Extra tasks requested later"))
+                .define("partitions", ConfigType.INT, 0, doc="Extra tasks requested later")
+                .define("events.file", ConfigType.STRING, "",
+                        doc="Append 'start', 'acked <value>' and 'exhausted' lines here, so a "
+                            "test can wait for what the task has done"))
 
     def start(self, props: Mapping[str, str]) -> None:
         self.props = dict(props)
@@ -68,10 +72,25 @@ class CounterSourceTask(SourceTask):
             TASK_STARTS[props["name"]] += 1
         stored = self.context.offset_storage_reader.offset(self.partition)
         self.next = stored["i"] + 1 if stored else 0
+        self.events = props.get("events.file") or ""
+        self.exhausted = False
+        self._event("start")
+
+    def _event(self, line: str) -> None:
+        if self.events:
+            with _lock, open(self.events, "a") as f:
+                f.write(line + "\n")
+
+    def commit_record(self, record: SourceRecord, metadata: Any) -> None:
+        """Called once the record is acknowledged (or dead-lettered: metadata None)."""
+        self._event(f"acked {record.value}")
 
     def poll(self) -> list[SourceRecord] | None:
         time.sleep(self.sleep_s)
         if self.next >= self.count:
+            if not self.exhausted:
+                self.exhausted = True
+                self._event("exhausted")
             time.sleep(0.02)
             return None
         out = []

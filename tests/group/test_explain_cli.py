@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from group.explain_support import GOLDEN, check_golden
 from typer.testing import CliRunner
@@ -225,3 +227,31 @@ def test_golden_paused_worker_trace_shows_unknown_member_id():
     assert result.exit_code == 0, result.output
     assert "UNKNOWN_MEMBER_ID" in result.stdout
     check_golden("connect_worker_paused_trace.txt", lines(result.stdout))
+
+
+# ---------------------------------------------------------------- the installed entry point
+
+GOLDEN_RUNS = [
+    ("seed_000_compare.txt", ["--scenario", str(SCENARIOS / "connect-seed-000.yaml"),
+                              "--compare"]),
+    ("connect_worker_crash_delay.txt",
+     ["--scenario", str(SCENARIOS / "connect-worker-crash-delay.yaml")]),
+    ("consumer_cooperative_sticky_trace.txt",
+     ["--scenario", str(SCENARIOS / "consumer-cooperative-sticky.yaml"), "--trace"]),
+    ("connect_worker_join_eager.txt",
+     ["--scenario", str(SCENARIOS / "connect-worker-join-eager.yaml")]),
+    ("connect_worker_paused_trace.txt",
+     ["--scenario", str(SCENARIOS / "connect-worker-paused.yaml"), "--trace"]),
+]
+
+
+@pytest.mark.parametrize(("golden", "args"), GOLDEN_RUNS, ids=[g for g, _ in GOLDEN_RUNS])
+def test_goldens_through_the_installed_kctl_command(golden, args):
+    """What a user's shell runs: the console script pip installed, in its own process with
+    its stdout a pipe, prints the same as the goldens."""
+    kctl = shutil.which("kctl")
+    assert kctl, "the kctl console script is not installed (pip install -e .)"
+    r = subprocess.run([kctl, "rebalance", "explain", *args, "--width", "100"],
+                       capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    check_golden(golden, lines(r.stdout))

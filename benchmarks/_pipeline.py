@@ -309,7 +309,17 @@ def fastest(phases: list[Phase]) -> Phase:
 def run_line(k: int, run: Run) -> str:
     return (f"  run {k}: file -> topic {run.source.seconds:6.2f} s "
             f"{run.source.rate:>9,.0f} records/s; topic -> file {run.sink.seconds:6.2f} s "
-            f"{run.sink.rate:>9,.0f} records/s ({run.sink_steady_rate:,.0f} after assignment)")
+            f"{run.sink.rate:>9,.0f} records/s ({run.sink_steady_rate:,.0f} after assignment); "
+            f"{run.check}")
+
+
+def exit_on_mismatch(runs: list[Run]) -> None:
+    """A benchmark whose output is wrong measured nothing: after the report, exit 1."""
+    bad = [k for k, r in enumerate(runs, 1) if not r.check.startswith("output verified")]
+    if bad:
+        print(f"OUTPUT MISMATCH in run(s) {', '.join(map(str, bad))}: the figures above do "
+              "not count", file=sys.stderr)
+        raise SystemExit(1)
 
 
 def start_spark(worker: Any) -> float:

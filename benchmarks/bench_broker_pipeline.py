@@ -45,6 +45,7 @@ from _pipeline import (
     assignment_note,
     best_of,
     ceiling_note,
+    exit_on_mismatch,
     fastest,
     generate,
     header,
@@ -294,6 +295,7 @@ def run(settings: Settings, bootstrap: str, work: Path, tolerance_runs: int,
           "exactly-once source header (see bench_file_pipeline.py)")
     print("; ".join(sorted({r.check for r in runs})) + f" ({len(runs)} runs)")
     print("raw baselines: best of 3 runs; SparkSession start and warm-up excluded")
+    exit_on_mismatch(runs)
 
 
 def print_tolerance(runs: list[Run]) -> None:

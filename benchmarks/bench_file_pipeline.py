@@ -48,6 +48,7 @@ from _pipeline import (
     ceiling_note,
     connector_alone_sink,
     connector_alone_source,
+    exit_on_mismatch,
     fastest,
     generate,
     header,
@@ -330,6 +331,7 @@ def run(settings: Settings, work: Path, runs_wanted: int) -> None:
           f"(exactly-once source position)")
     print("; ".join(sorted({r.check for r in runs})) + f" ({len(runs)} run(s))")
     print("raw baselines: best of 3 runs; SparkSession start and warm-up excluded")
+    exit_on_mismatch(runs)
 
 
 if __name__ == "__main__":

@@ -3,10 +3,14 @@ exactly_once mode a crash at any point leaves each record in committed output on
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from unittest import mock
 
 import pyarrow.parquet as pq
 import pytest
@@ -17,7 +21,7 @@ from hypothesis import strategies as st
 from kctl.api import DataError, OffsetAndMetadata, SchemaBuilder, SinkRecord, Struct, TopicPartition
 from kctl.api.data import INT64_SCHEMA, OPTIONAL_STRING_SCHEMA, timestamp_schema
 from kctl.connectors.file import FileSinkConnector, FileSinkTask
-from kctl.connectors.file.sink import committed_files
+from kctl.connectors.file.sink import TMP_PREFIX, committed_files
 
 pytestmark = pytest.mark.spark
 
@@ -219,18 +223,45 @@ def test_close_drops_unwritten_records_for_the_next_owner(engine, tmp_path):
     assert committed_files(str(tmp_path), TP) == []
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+class ProcessDied(Exception):
+    """Raised where a process would have died: the write stops there, leaving its files."""
+
+
+@contextlib.contextmanager
+def dying_at_the_rename(root: Path) -> Iterator[None]:
+    """The next file write under `root` dies between Spark writing the file and renaming it
+    into place: its temporary directory stays behind, complete or not, as after kill -9."""
+    real_replace, real_rmtree = os.replace, shutil.rmtree
+    under = str(root)
+
+    def replace(src, dst, *a, **kw):
+        if str(dst).startswith(under):
+            raise ProcessDied(dst)
+        return real_replace(src, dst, *a, **kw)
+
+    def rmtree(path, *a, **kw):
+        if str(path).startswith(under) and TMP_PREFIX in str(path):
+            return None  # a dead process cleans nothing up
+        return real_rmtree(path, *a, **kw)
+
+    with mock.patch("os.replace", replace), mock.patch("shutil.rmtree", rmtree):
+        yield
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(total=st.integers(1, 30), flush_size=st.integers(4, 12),
-       crashes=st.lists(st.integers(0, 30), max_size=2), replay_from=st.integers(0, 30))
+       crashes=st.lists(st.tuples(st.integers(0, 30), st.booleans()), max_size=2),
+       replay_from=st.integers(0, 30))
 def test_property_exactly_once_output_whatever_the_crash_points(engine, tmp_path_factory, total,
                                                                 flush_size, crashes,
                                                                 replay_from):
-    """Crash after any number of puts: committed output holds offsets 0..n-1 once each."""
+    """Crash after any number of puts, between writes or in the middle of one (the file
+    written, not yet renamed): committed output holds offsets 0..n-1 once each."""
     root = tmp_path_factory.mktemp("eos")
     props = {"flush.size": str(flush_size), "rotate.interval.ms": "-1",
              "delivery.guarantee": "exactly_once"}
     consumer_committed = 0
-    for crash_at in [*sorted(crashes), None]:
+    for crash_at, mid_write in [*sorted(crashes), (None, False)]:
         task, ctx = start_task(engine, root, **props)
         task.open([TP])
         # the consumer may even start before where the sink asked it to
@@ -242,9 +273,13 @@ def test_property_exactly_once_output_whatever_the_crash_points(engine, tmp_path
             consumer_committed = committed.get(TP, OffsetAndMetadata(consumer_committed)).offset
         if crash_at is None:
             task.flush({})
+        elif mid_write:  # the process dies inside the next write, before its rename
+            with dying_at_the_rename(root), contextlib.suppress(DataError, ProcessDied):
+                task.flush({})
         else:  # the process dies after the write in flight, if any, landed
             task.wait_for_writes()
     assert ids_in(root) == list(range(total))
+    assert not [p for p in root.rglob(f"{TMP_PREFIX}*")], "a dead write's leftovers remain"
 
 
 def test_connector_gives_every_task_the_same_config():

@@ -129,7 +129,7 @@ class Settings:
 
 @contextlib.contextmanager
 def running_worker(config: dict[str, Any]) -> Iterator[Any]:
-    from kctl.runtime.standalone import StandaloneWorker
+    from kctl.launch import StandaloneWorker
     from kctl.runtime.worker_config import WorkerConfig
 
     worker = StandaloneWorker(WorkerConfig(config, "<benchmark>"))
@@ -332,7 +332,7 @@ def start_spark(worker: Any) -> float:
 
 def sink_assigned(worker: Any, name: str) -> Callable[[], bool]:
     """True once the sink's task 0 has been assigned partitions by its consumer group."""
-    from kctl.runtime.tasks import TaskId
+    from kctl.states import TaskId
 
     def check() -> bool:
         task = worker.herder.worker.tasks.get(TaskId(name, 0))

@@ -21,7 +21,7 @@ from kctl.runtime.standalone import StandaloneHerder, build_stores, build_transp
 from kctl.runtime.validation import raise_if_invalid, validate_config
 from kctl.runtime.worker import Worker
 
-log = logging.getLogger("kctl.worker")
+log = logging.getLogger(__name__)
 
 __all__ = ["StandaloneWorker", "run_worker"]
 

@@ -15,10 +15,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kctl.api.records import TopicPartition
-from kctl.runtime.errors import HEADER_PREFIX
+from kctl.runtime.error_handling import HEADER_PREFIX
 from kctl.transport.base import LogRecord, Producer, ProducerRecord, Transport
 
-log = logging.getLogger("kctl.dlq")
+log = logging.getLogger(__name__)
 
 
 def read_topic(transport: Transport, topic: str, *, limit: int | None = None,

@@ -39,7 +39,7 @@ from kctl.states import (
     TaskStatus,
 )
 
-log = logging.getLogger("kctl.herder")
+log = logging.getLogger(__name__)
 
 
 class StandaloneHerder(Herder, ConnectorListener):

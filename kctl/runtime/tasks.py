@@ -38,7 +38,7 @@ from kctl.api.records import (
     TopicPartition,
 )
 from kctl.errors import ConnectError, RetriableError, TransportError
-from kctl.runtime.errors import (
+from kctl.runtime.error_handling import (
     FAILED,
     DeadLetterQueueReporter,
     ErrorContext,
@@ -58,7 +58,7 @@ from kctl.transport.base import (
     RecordColumns,
 )
 
-log = logging.getLogger("kctl.tasks")
+log = logging.getLogger(__name__)
 
 
 class StatusListener(Protocol):

@@ -17,7 +17,7 @@ from kctl.api.connector import Connector, SinkConnector, SinkTask, SourceTask
 from kctl.api.converter import Converter
 from kctl.errors import ConfigError, ConnectError
 from kctl.runtime import connector_config as cc
-from kctl.runtime.errors import (
+from kctl.runtime.error_handling import (
     DeadLetterQueueReporter,
     ErrorReporter,
     LogReporter,
@@ -29,7 +29,7 @@ from kctl.runtime.worker_config import WorkerConfig
 from kctl.states import State, TargetState, TaskId
 from kctl.transport.base import Consumer, Producer, TopicSpec, Transport
 
-log = logging.getLogger("kctl.worker")
+log = logging.getLogger(__name__)
 
 TOPIC_PARTITIONS = "topic.creation.default.partitions"
 TOPIC_REPLICATION = "topic.creation.default.replication.factor"

@@ -21,7 +21,7 @@ from typing import Any
 from kctl.durable import atomic_write_json, read_json
 from kctl.states import TargetState
 
-log = logging.getLogger("kctl.storage.configs")
+log = logging.getLogger(__name__)
 
 __all__ = [
     "ClusterConfigState",

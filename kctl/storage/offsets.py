@@ -20,7 +20,7 @@ from kctl.api.connector import partition_key
 from kctl.durable import atomic_write_json, read_json
 from kctl.errors import ConnectError, DataError
 
-log = logging.getLogger("kctl.storage.offsets")
+log = logging.getLogger(__name__)
 
 __all__ = [
     "FileOffsetBackingStore",

@@ -79,7 +79,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-log = logging.getLogger("kctl.transport.embedded")
+log = logging.getLogger(__name__)
 
 __all__ = [
     "OFFSETS_TOPIC",

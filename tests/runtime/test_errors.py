@@ -4,7 +4,7 @@ import pytest
 
 from kctl.errors import ConnectError, RetriableError, TransportError
 from kctl.runtime.dlq import read_topic
-from kctl.runtime.errors import (
+from kctl.runtime.error_handling import (
     FAILED,
     DeadLetterQueueReporter,
     ErrorContext,

@@ -22,7 +22,7 @@ from kctl.api.records import ConnectRecord, SourceRecord
 from kctl.errors import ConnectError, RetriableError
 from kctl.transport.base import LogRecord, Producer, ProducerRecord
 
-log = logging.getLogger("kctl.errors")
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 

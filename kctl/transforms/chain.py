@@ -19,7 +19,7 @@ import contextlib
 import importlib
 import importlib.metadata
 import inspect
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -279,46 +279,41 @@ def _parse_bool(v: Any) -> bool | None:
     return None
 
 
+def _instances(config: Mapping[str, Any], kind: str, resolve: Callable[[str], type],
+               errors: dict[str, list[str]]) -> tuple[list[str], dict[str, Any]]:
+    """The aliases listed under `kind` ("transforms" or "predicates"), and an unconfigured
+    instance of each one whose `<kind>.<alias>.type` resolves: one way to read both lists."""
+    aliases = _as_list(config.get(kind))
+    if len(set(aliases)) != len(aliases):
+        errors.setdefault(kind, []).append("Duplicate alias provided.")
+    made: dict[str, Any] = {}
+    for alias in dict.fromkeys(aliases):
+        key = f"{kind}.{alias}.type"
+        type_name = config.get(key)
+        if not type_name:
+            errors.setdefault(key, []).append(
+                f'Missing required configuration "{key}" which has no default value.')
+            continue
+        try:
+            made[alias] = resolve(str(type_name))()
+        except Exception as e:  # unknown names, import failures, constructors that raise
+            errors.setdefault(key, []).append(str(e))
+    return aliases, made
+
+
 def _build(config: Mapping[str, Any]) -> tuple[list[TransformationStage], dict[str, list[str]]]:
     errors: dict[str, list[str]] = {}
     preds: dict[str, Predicate[Any]] = {}
-    pred_aliases = _as_list(config.get("predicates"))
-    if len(set(pred_aliases)) != len(pred_aliases):
-        errors.setdefault("predicates", []).append("Duplicate alias provided.")
-    for alias in dict.fromkeys(pred_aliases):
+    pred_aliases, predicates = _instances(config, "predicates", resolve_predicate, errors)
+    for alias, pred in predicates.items():
         prefix = f"predicates.{alias}."
-        type_name = config.get(prefix + "type")
-        if not type_name:
-            errors.setdefault(prefix + "type", []).append(
-                f'Missing required configuration "{prefix}type" which has no default value.')
-            continue
-        try:
-            pcls = resolve_predicate(str(type_name))
-            pred = pcls()
-        except (KctlError, Exception) as e:
-            errors.setdefault(prefix + "type", []).append(str(e))
-            continue
         if _configure(pred, _sub_props(config, prefix, {"type"}), prefix, errors):
             preds[alias] = pred
 
     stages: list[TransformationStage] = []
-    aliases = _as_list(config.get("transforms"))
-    if len(set(aliases)) != len(aliases):
-        errors.setdefault("transforms", []).append("Duplicate alias provided.")
-    used_preds: set[str] = set()
-    for alias in dict.fromkeys(aliases):
+    _, transforms = _instances(config, "transforms", resolve_transformation, errors)
+    for alias, transform in transforms.items():
         prefix = f"transforms.{alias}."
-        type_name = config.get(prefix + "type")
-        if not type_name:
-            errors.setdefault(prefix + "type", []).append(
-                f'Missing required configuration "{prefix}type" which has no default value.')
-            continue
-        try:
-            tcls = resolve_transformation(str(type_name))
-            transform = tcls()
-        except (KctlError, Exception) as e:
-            errors.setdefault(prefix + "type", []).append(str(e))
-            continue
         negate = False
         if config.get(prefix + "negate") is not None:
             parsed = _parse_bool(config.get(prefix + "negate"))
@@ -332,7 +327,6 @@ def _build(config: Mapping[str, Any]) -> tuple[list[TransformationStage], dict[s
         predicate = None
         if pred_alias:
             pred_alias = str(pred_alias).strip()
-            used_preds.add(pred_alias)
             if pred_alias not in pred_aliases:
                 errors.setdefault(prefix + "predicate", []).append(
                     f"Predicate alias '{pred_alias}' is not defined in 'predicates' "

@@ -20,6 +20,7 @@ from kctl.runtime.spark import SparkEngine
 from kctl.runtime.standalone import StandaloneHerder, build_stores, build_transport
 from kctl.runtime.validation import raise_if_invalid, validate_config
 from kctl.runtime.worker import Worker
+from kctl.runtime.worker_config import BOOTSTRAP_SERVERS_CONFIG
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +158,7 @@ def _serve(config_path: str | None, connector_files: list[str], console: Any, er
         if not stop.is_set():
             worker.start()
             where = (f"embedded log at {config.state_dir}" if config.embedded
-                     else "Kafka " + ",".join(config.get_list("bootstrap.servers")))
+                     else "Kafka " + ",".join(config.get_list(BOOTSTRAP_SERVERS_CONFIG)))
             console.print(f"kctl worker {worker.herder.worker_id} ({where})", highlight=False,
                           markup=False)
             console.print(f"REST API listening on {worker.rest.url}", highlight=False,

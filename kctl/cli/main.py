@@ -23,6 +23,7 @@ from kctl.cli import render
 from kctl.cli.client import Client, ClientError
 from kctl.errors import KctlError
 from kctl.exit_status import ExitStatus
+from kctl.runtime.connector_config import CONNECTOR_CLASS_CONFIG
 
 app = typer.Typer(help="kctl: Kafka-Connect-style data integration on Spark.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -355,7 +356,7 @@ def connector_restart(name: str,
 def connector_validate(file: str, output: Output = OutputOpt) -> None:
     """Validate a connector config; per-field errors as a table."""
     name, config = load_connector(file)
-    plugin = config.get("connector.class", "")
+    plugin = config.get(CONNECTOR_CLASS_CONFIG, "")
     if not plugin:
         raise fail("the config has no connector.class", ExitStatus.USAGE)
     data = run(lambda: client().put(f"/connector-plugins/{plugin}/config/validate", json=config))

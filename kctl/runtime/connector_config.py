@@ -9,22 +9,34 @@ from typing import Any
 from kctl.api.config import ConfigDef, ConfigType, Importance, NonEmptyString, Range, ValidString
 from kctl.errors import ConfigError
 
+# Keys the runtime, REST and the CLI read by name (Kafka's ConnectorConfig constants).
+CONNECTOR_CLASS_CONFIG = "connector.class"
+TASKS_MAX_CONFIG = "tasks.max"
+TOPICS_CONFIG = "topics"
+TOPICS_REGEX_CONFIG = "topics.regex"
+KEY_CONVERTER_CLASS_CONFIG = "key.converter"
+VALUE_CONVERTER_CLASS_CONFIG = "value.converter"
+ERRORS_TOLERANCE_CONFIG = "errors.tolerance"
+DLQ_TOPIC_NAME_CONFIG = "errors.deadletterqueue.topic.name"
+TRANSFORMS_CONFIG = "transforms"
+PREDICATES_CONFIG = "predicates"
+
 COMMON = (
     ConfigDef()
     .define("name", ConfigType.STRING, None, NonEmptyString(), Importance.HIGH,
             "Globally unique name of the connector.", group="Common")
-    .define("connector.class", ConfigType.STRING, None, NonEmptyString(), Importance.HIGH,
+    .define(CONNECTOR_CLASS_CONFIG, ConfigType.STRING, None, NonEmptyString(), Importance.HIGH,
             "Connector plugin: an alias (FileSource, FileSink), a class name or a dotted Python path.",
             group="Common")
-    .define("tasks.max", ConfigType.INT, 1, Range.at_least(1), Importance.HIGH,
+    .define(TASKS_MAX_CONFIG, ConfigType.INT, 1, Range.at_least(1), Importance.HIGH,
             "Maximum number of tasks for this connector.", group="Common")
-    .define("key.converter", ConfigType.STRING, None, None, Importance.LOW,
+    .define(KEY_CONVERTER_CLASS_CONFIG, ConfigType.STRING, None, None, Importance.LOW,
             "Overrides the worker's key.converter.", group="Common")
-    .define("value.converter", ConfigType.STRING, None, None, Importance.LOW,
+    .define(VALUE_CONVERTER_CLASS_CONFIG, ConfigType.STRING, None, None, Importance.LOW,
             "Overrides the worker's value.converter.", group="Common")
-    .define("transforms", ConfigType.LIST, [], None, Importance.LOW,
+    .define(TRANSFORMS_CONFIG, ConfigType.LIST, [], None, Importance.LOW,
             "Aliases of the transformations applied to records, in order.", group="Transforms")
-    .define("predicates", ConfigType.LIST, [], None, Importance.LOW,
+    .define(PREDICATES_CONFIG, ConfigType.LIST, [], None, Importance.LOW,
             "Aliases of the predicates transformations can be conditioned on.",
             group="Predicates")
     .define("errors.retry.timeout", ConfigType.LONG, 0, Range.at_least(-1), Importance.MEDIUM,
@@ -33,7 +45,7 @@ COMMON = (
     .define("errors.retry.delay.max.ms", ConfigType.LONG, 60000, Range.at_least(1),
             Importance.MEDIUM, "Cap of the exponential backoff between retries (with jitter).",
             group="Error Handling")
-    .define("errors.tolerance", ConfigType.STRING, "none", ValidString.in_("none", "all"),
+    .define(ERRORS_TOLERANCE_CONFIG, ConfigType.STRING, "none", ValidString.in_("none", "all"),
             Importance.MEDIUM,
             "none: an error fails the task. all: problem records are skipped (and reported).",
             group="Error Handling")
@@ -41,7 +53,7 @@ COMMON = (
             "Log each error with its context.", group="Error Handling")
     .define("errors.log.include.messages", ConfigType.BOOLEAN, False, None, Importance.MEDIUM,
             "Include the record's key and value in error logs.", group="Error Handling")
-    .define("errors.deadletterqueue.topic.name", ConfigType.STRING, "", None, Importance.MEDIUM,
+    .define(DLQ_TOPIC_NAME_CONFIG, ConfigType.STRING, "", None, Importance.MEDIUM,
             "Topic that receives records that failed (sinks, and sources in kctl).",
             group="Error Handling")
     .define("errors.deadletterqueue.topic.replication.factor", ConfigType.SHORT, 3,
@@ -55,9 +67,9 @@ COMMON = (
 
 SINK = (
     ConfigDef()
-    .define("topics", ConfigType.LIST, [], None, Importance.HIGH,
+    .define(TOPICS_CONFIG, ConfigType.LIST, [], None, Importance.HIGH,
             "Topics to consume (or use topics.regex).", group="Common")
-    .define("topics.regex", ConfigType.STRING, "", None, Importance.HIGH,
+    .define(TOPICS_REGEX_CONFIG, ConfigType.STRING, "", None, Importance.HIGH,
             "Regular expression of topics to consume.", group="Common")
     .define("consumer.max.poll.records", ConfigType.INT, 10000, Range.at_least(1), Importance.LOW,
             "Most records handed to one put() call.", group="Common")
@@ -71,21 +83,21 @@ def connector_def(is_sink: bool) -> ConfigDef:
 def check_sink_topics(config: Mapping[str, Any]) -> dict[str, list[str]]:
     """Exactly one of topics / topics.regex, and no overlap with the DLQ topic."""
     errors: dict[str, list[str]] = {}
-    topics = [t.strip() for t in str(config.get("topics") or "").split(",") if t.strip()]
-    regex = str(config.get("topics.regex") or "")
+    topics = [t.strip() for t in str(config.get(TOPICS_CONFIG) or "").split(",") if t.strip()]
+    regex = str(config.get(TOPICS_REGEX_CONFIG) or "")
     if topics and regex:
-        errors.setdefault("topics", []).append("Must configure only one of topics or topics.regex")
+        errors.setdefault(TOPICS_CONFIG, []).append("Must configure only one of topics or topics.regex")
     elif not topics and not regex:
-        errors.setdefault("topics", []).append(
+        errors.setdefault(TOPICS_CONFIG, []).append(
             "Must configure one of topics or topics.regex")
     if regex:
         try:
             re.compile(regex)
         except re.error as e:
-            errors.setdefault("topics.regex", []).append(f"Invalid regular expression: {e}")
-    dlq = str(config.get("errors.deadletterqueue.topic.name") or "")
+            errors.setdefault(TOPICS_REGEX_CONFIG, []).append(f"Invalid regular expression: {e}")
+    dlq = str(config.get(DLQ_TOPIC_NAME_CONFIG) or "")
     if dlq and (dlq in topics or (regex and re.fullmatch(regex, dlq))):
-        errors.setdefault("errors.deadletterqueue.topic.name", []).append(
+        errors.setdefault(DLQ_TOPIC_NAME_CONFIG, []).append(
             "The DLQ topic cannot be one of the topics the connector consumes")
     return errors
 

@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 
 from kctl.api.records import ConnectRecord, SourceRecord
 from kctl.errors import ConnectError, RetriableError
+from kctl.runtime.connector_config import ERRORS_TOLERANCE_CONFIG
 from kctl.transport.base import LogRecord, Producer, ProducerRecord
 
 log = logging.getLogger(__name__)
@@ -328,6 +329,6 @@ def operator_from_config(cfg: Mapping[str, Any], *, connector: str, task: int,
         connector=connector, task=task,
         retry_timeout_ms=int(cfg["errors.retry.timeout"]),
         retry_delay_max_ms=int(cfg["errors.retry.delay.max.ms"]),
-        tolerance=Tolerance(str(cfg["errors.tolerance"]).lower()),
+        tolerance=Tolerance(str(cfg[ERRORS_TOLERANCE_CONFIG]).lower()),
         reporters=reporters, should_stop=should_stop, sleep=sleep,
     )

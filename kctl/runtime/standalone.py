@@ -24,10 +24,16 @@ from kctl.errors import (
     ValidationError,
 )
 from kctl.runtime import connector_config as cc
+from kctl.runtime.connector_config import (
+    CONNECTOR_CLASS_CONFIG,
+    DLQ_TOPIC_NAME_CONFIG,
+    TASKS_MAX_CONFIG,
+)
 from kctl.runtime.herder import Herder
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.validation import plugin_config_keys, raise_if_invalid, validate_config
 from kctl.runtime.worker import ConnectorListener, Worker
+from kctl.runtime.worker_config import BOOTSTRAP_SERVERS_CONFIG
 from kctl.states import (
     ConnectorInfo,
     ConnectorStatus,
@@ -101,7 +107,7 @@ class StandaloneHerder(Herder, ConnectorListener):
 
     def _type(self, config: Mapping[str, str]) -> ConnectorType:
         try:
-            return self.registry.connector_plugin(config.get("connector.class", "")).type
+            return self.registry.connector_plugin(config.get(CONNECTOR_CLASS_CONFIG, "")).type
         except Exception:
             return ConnectorType.UNKNOWN
 
@@ -123,7 +129,7 @@ class StandaloneHerder(Herder, ConnectorListener):
 
     def _generate_task_configs(self, name: str, config: Mapping[str, str]) -> list[dict[str, str]] | None:
         try:
-            return self._w.connector_task_configs(name, int(config.get("tasks.max", "1")))
+            return self._w.connector_task_configs(name, int(config.get(TASKS_MAX_CONFIG, "1")))
         except Exception as e:
             import traceback
 
@@ -432,7 +438,7 @@ class StandaloneHerder(Herder, ConnectorListener):
 
     # -- dead letter queue (kctl extension) ------------------------------------------------------
     def _dlq_topic(self, name: str) -> str:
-        topic = self._require(name).get("errors.deadletterqueue.topic.name", "")
+        topic = self._require(name).get(DLQ_TOPIC_NAME_CONFIG, "")
         if not topic:
             raise NotFoundError(f"Connector {name} has no dead letter queue "
                                 "(errors.deadletterqueue.topic.name is not set)")
@@ -470,11 +476,11 @@ class StandaloneHerder(Herder, ConnectorListener):
 
     def validate_connector_config(self, plugin: str, config: Mapping[str, Any]) -> dict[str, Any]:
         cfg = dict(config)
-        included = cfg.get("connector.class")
+        included = cfg.get(CONNECTOR_CLASS_CONFIG)
         if included is not None and not self._same_connector(str(included), plugin):
             raise ConfigError(f"Included connector type {included} does not match request "
-                              f"type {plugin}", key="connector.class")
-        cfg.setdefault("connector.class", plugin)
+                              f"type {plugin}", key=CONNECTOR_CLASS_CONFIG)
+        cfg.setdefault(CONNECTOR_CLASS_CONFIG, plugin)
         return validate_config(self.registry, cfg)
 
     def _same_connector(self, included: str, plugin: str) -> bool:
@@ -527,5 +533,5 @@ def build_transport(config: Any) -> Any:
                                  assignment_strategy="cooperative-sticky")
     from kctl.transport.kafka import KafkaTransport
 
-    return KafkaTransport(config.get_list("bootstrap.servers"),
+    return KafkaTransport(config.get_list(BOOTSTRAP_SERVERS_CONFIG),
                           admin_config=config.with_prefix("admin."))

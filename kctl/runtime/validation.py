@@ -9,6 +9,11 @@ from kctl.api.config import ConfigDef, ConfigKey, ConfigValue, Password
 from kctl.api.connector import Connector, SinkConnector
 from kctl.errors import PluginError, ValidationError
 from kctl.runtime import connector_config as cc
+from kctl.runtime.connector_config import (
+    CONNECTOR_CLASS_CONFIG,
+    PREDICATES_CONFIG,
+    TRANSFORMS_CONFIG,
+)
 from kctl.runtime.plugins import Plugins
 
 
@@ -54,7 +59,7 @@ def plugin_config_keys(plugin: Any) -> list[dict[str, Any]]:
 def validate_config(plugins: Plugins, config: Mapping[str, Any],
                     plugin_name: str | None = None) -> dict[str, Any]:
     """Validate common keys, the plugin's keys and transforms; never raises for bad values."""
-    cls_name = plugin_name or str(config.get("connector.class") or "")
+    cls_name = plugin_name or str(config.get(CONNECTOR_CLASS_CONFIG) or "")
     config = cc.as_strings(config)
     connector: Connector | None = None
     plugin_error: str | None = None
@@ -68,13 +73,13 @@ def validate_config(plugins: Plugins, config: Mapping[str, Any],
     definition: ConfigDef = common
     if plugin_error:
         for v in values:
-            if v.name == "connector.class":
+            if v.name == CONNECTOR_CLASS_CONFIG:
                 v.errors.append(plugin_error)
     if connector is not None:
         try:
             plugin_values = connector.validate(config)
         except Exception as e:  # a plugin's validate bug is a validation error, not a 500
-            plugin_values = [ConfigValue("connector.class", cls_name,
+            plugin_values = [ConfigValue(CONNECTOR_CLASS_CONFIG, cls_name,
                                          errors=[f"validate() failed: {type(e).__name__}: {e}"])]
         definition = common.merge(connector.config())
         names = {v.name for v in values}
@@ -87,7 +92,7 @@ def validate_config(plugins: Plugins, config: Mapping[str, Any],
     extra: dict[str, list[str]] = {}
     if is_sink:
         extra.update(cc.check_sink_topics(config))
-    if config.get("transforms") or config.get("predicates"):
+    if config.get(TRANSFORMS_CONFIG) or config.get(PREDICATES_CONFIG):
         try:
             from kctl.transforms.chain import validate_transforms
 

@@ -17,6 +17,15 @@ from kctl.api.connector import Connector, SinkConnector, SinkTask, SourceTask
 from kctl.api.converter import Converter
 from kctl.errors import ConfigError, ConnectError
 from kctl.runtime import connector_config as cc
+from kctl.runtime.connector_config import (
+    CONNECTOR_CLASS_CONFIG,
+    DLQ_TOPIC_NAME_CONFIG,
+    KEY_CONVERTER_CLASS_CONFIG,
+    TOPICS_CONFIG,
+    TOPICS_REGEX_CONFIG,
+    TRANSFORMS_CONFIG,
+    VALUE_CONVERTER_CLASS_CONFIG,
+)
 from kctl.runtime.error_handling import (
     DeadLetterQueueReporter,
     ErrorReporter,
@@ -25,7 +34,7 @@ from kctl.runtime.error_handling import (
 )
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.tasks import StatusListener, WorkerSinkTask, WorkerSourceTask, WorkerTask
-from kctl.runtime.worker_config import WorkerConfig
+from kctl.runtime.worker_config import EXACTLY_ONCE_SOURCE_SUPPORT_CONFIG, WorkerConfig
 from kctl.states import State, TargetState, TaskId
 from kctl.transport.base import Consumer, Producer, TopicSpec, Transport
 
@@ -125,8 +134,8 @@ class SourceReplayer:
         self._config = dict(connector_config)
         self._name = str(connector_config.get("name", ""))
         self._settings = worker.producer_settings(connector_config)
-        self._kc = worker._converter(connector_config, "key.converter")
-        self._vc = worker._converter(connector_config, "value.converter")
+        self._kc = worker._converter(connector_config, KEY_CONVERTER_CLASS_CONFIG)
+        self._vc = worker._converter(connector_config, VALUE_CONVERTER_CLASS_CONFIG)
         self._transforms = worker._transforms(connector_config)
 
     def new_producer(self) -> Producer:
@@ -205,7 +214,7 @@ class Worker:
             if name in self.connectors:
                 raise ConnectError(f"Connector {name} is already running on this worker")
             try:
-                connector = self.plugins.new_connector(config.get("connector.class", ""))
+                connector = self.plugins.new_connector(config.get(CONNECTOR_CLASS_CONFIG, ""))
                 wc = WorkerConnector(name, connector, config)
                 connector.initialize(_ConnectorContext(self, name, on_reconfigure))
                 self.connectors[name] = wc
@@ -237,7 +246,7 @@ class Worker:
         for tc in configs:
             merged = {**cc.as_strings(tc), "task.class": f"{task_class.__module__}.{task_class.__qualname__}"}
             if wc.is_sink:
-                for k in ("topics", "topics.regex"):
+                for k in (TOPICS_CONFIG, TOPICS_REGEX_CONFIG):
                     if k in wc.config:
                         merged.setdefault(k, wc.config[k])
             result.append(merged)
@@ -285,10 +294,10 @@ class Worker:
         prefix = which + "."
         configs = {**self.config.with_prefix(prefix),
                    **{k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)}}
-        return load_converter(name, configs, which == "key.converter")
+        return load_converter(name, configs, which == KEY_CONVERTER_CLASS_CONFIG)
 
     def _transforms(self, config: Mapping[str, str]) -> Any:
-        if not config.get("transforms"):
+        if not config.get(TRANSFORMS_CONFIG):
             return None
         from kctl.transforms.chain import TransformationChain
 
@@ -322,7 +331,7 @@ class Worker:
         reporters: list[ErrorReporter] = []
         if parsed["errors.log.enable"]:
             reporters.append(LogReporter(parsed["errors.log.include.messages"]))
-        dlq = parsed["errors.deadletterqueue.topic.name"]
+        dlq = parsed[DLQ_TOPIC_NAME_CONFIG]
         if dlq:
             self.ensure_topic(dlq, replication=int(parsed["errors.deadletterqueue.topic.replication.factor"]))
             def encode(r: Any) -> tuple[bytes | None, bytes | None]:
@@ -370,7 +379,7 @@ class Worker:
 
     def _build_task(self, task_id: TaskId, connector_config: dict[str, str],
                     task_config: dict[str, str], target: TargetState) -> WorkerTask:
-        plugin = self.plugins.connector_plugin(connector_config.get("connector.class", ""))
+        plugin = self.plugins.connector_plugin(connector_config.get(CONNECTOR_CLASS_CONFIG, ""))
         task_class_name = task_config.get("task.class")
         connector = plugin.cls()
         task_cls = connector.task_class()
@@ -378,8 +387,8 @@ class Worker:
             raise ConfigError(f"Task class {task_class_name} does not match the connector's")
         is_sink = issubclass(task_cls, SinkTask)
         parsed = cc.connector_def(is_sink).parse(connector_config)
-        key_conv = self._converter(connector_config, "key.converter")
-        value_conv = self._converter(connector_config, "value.converter")
+        key_conv = self._converter(connector_config, KEY_CONVERTER_CLASS_CONFIG)
+        value_conv = self._converter(connector_config, VALUE_CONVERTER_CLASS_CONFIG)
         transforms = self._transforms(connector_config)
         reporters = self._reporters(task_id.connector, parsed, connector_config,
                                     key_conv, value_conv)
@@ -414,7 +423,7 @@ class Worker:
                   task_config: dict[str, str], target: TargetState, parsed: Mapping[str, Any],
                   common: dict[str, Any], *, has_reporters: bool) -> WorkerTask:
         if issubclass(task_cls, SinkTask):
-            topics = list(parsed["topics"])
+            topics = list(parsed[TOPICS_CONFIG])
             for t in topics:
                 self.ensure_topic(t)
             settings = self.consumer_settings(connector_config)
@@ -423,7 +432,7 @@ class Worker:
                 task_id, task_cls(), task_config,
                 consumer=self.new_consumer(task_id.connector, f"connect-{task_id.connector}",
                                            settings),
-                topics=topics, topics_regex=parsed["topics.regex"] or None,
+                topics=topics, topics_regex=parsed[TOPICS_REGEX_CONFIG] or None,
                 list_topics=lambda: list(self._admin.list_topics()),
                 max_poll_records=max_poll_records, has_reporters=has_reporters, **common)
             for t in topics:
@@ -444,7 +453,7 @@ class Worker:
             commit_timeout_ms=self.config.get_int("offset.flush.timeout.ms"),
             ensure_topic=ensure,
             partition_count=lambda t: self._admin.list_topics().get(t, 1),
-            exactly_once=self.config.get_str("exactly.once.source.support") == "enabled",
+            exactly_once=self.config.get_str(EXACTLY_ONCE_SOURCE_SUPPORT_CONFIG) == "enabled",
             log_reader=lambda: self.transport.consumer(None, {"kctl.passive": "true"}),
             stored_offsets=lambda c=task_id.connector: self._stored_offsets(c),
             **common)

@@ -19,6 +19,10 @@ import yaml
 from kctl.api.config import AbstractConfig, ConfigDef, ConfigType, Importance, Range, ValidString
 from kctl.errors import ConfigError, ValidationError
 
+# Worker keys read by name outside this module.
+BOOTSTRAP_SERVERS_CONFIG = "bootstrap.servers"
+EXACTLY_ONCE_SOURCE_SUPPORT_CONFIG = "exactly.once.source.support"
+
 DEFAULT_STATE_DIR = os.environ.get("KCTL_STATE_DIR", str(Path.home() / ".kctl" / "state"))
 
 # Keys under these prefixes pass through to the component that owns them.
@@ -29,7 +33,7 @@ PASS_THROUGH_PREFIXES = (
 
 WORKER_CONFIG = (
     ConfigDef()
-    .define("bootstrap.servers", ConfigType.LIST, [], None, Importance.HIGH,
+    .define(BOOTSTRAP_SERVERS_CONFIG, ConfigType.LIST, [], None, Importance.HIGH,
             "Kafka brokers (host:port,...). Empty: the embedded durable log under state.dir.",
             group="Common")
     .define("group.id", ConfigType.STRING, None, None, Importance.HIGH,
@@ -73,7 +77,7 @@ WORKER_CONFIG = (
     .define("log.fsync", ConfigType.BOOLEAN, False, None, Importance.LOW,
             "fsync the embedded log before acknowledging (survives power loss, not only kill -9).",
             group="Common")
-    .define("exactly.once.source.support", ConfigType.STRING, "enabled",
+    .define(EXACTLY_ONCE_SOURCE_SUPPORT_CONFIG, ConfigType.STRING, "enabled",
             ValidString.in_("enabled", "disabled"), Importance.MEDIUM,
             "enabled: source records carry their source position, and a restarted task resumes "
             "after what the log really holds, so a crash never duplicates source records.",
@@ -199,7 +203,7 @@ class WorkerConfig(AbstractConfig):
 
     @property
     def embedded(self) -> bool:
-        return not self.get_list("bootstrap.servers")
+        return not self.get_list(BOOTSTRAP_SERVERS_CONFIG)
 
     @property
     def state_dir(self) -> Path:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -63,3 +65,12 @@ def test_rebalance_storm_prints_both_phases_and_says_where_the_contrast_is():
     assert "simulated rounds take no time" in out
     rows(out, "restart busy: ")
     rows(out, "modelled phase: ")
+
+
+@pytest.mark.broker
+def test_broker_group_benchmark_prints_the_join_against_the_raw_round_trip(kafka_broker):
+    out = run_benchmark("bench_group_broker.py", "--bootstrap", kafka_broker.bootstrap,
+                        "--runs", "1")
+    assert "s" in rows(out, "raw: one JoinGroup + SyncGroup round trip")[0]
+    assert "x the raw round trip" in rows(out, "kctl: w4 joins 3 workers")[0]
+    assert rows(out, "only moved work was stopped")

@@ -338,7 +338,7 @@ class StandaloneHerder(Herder, ConnectorListener):
         config = self._require(name)
         if self._is_sink(config):
             return self._sink_offsets(name)
-        from kctl.runtime.tasks import POSITION_KEY
+        from kctl.runtime.source_positions import POSITION_KEY
         from kctl.storage.offsets import list_connector_offsets
 
         return [{"partition": dict(p), "offset": dict(o) if o is not None else None}

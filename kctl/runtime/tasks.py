@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import bisect
 import collections
-import json
 import logging
 import re
 import threading
@@ -41,17 +40,20 @@ from kctl.errors import ConnectError, RetriableError, TransportError
 from kctl.runtime.error_handling import (
     FAILED,
     DeadLetterQueueReporter,
-    ErrorContext,
     RetryWithToleranceOperator,
     Stage,
     Tolerance,
     source_record_payload,
 )
+from kctl.runtime.source_positions import (
+    ExactlyOncePositions,
+    NoSourcePositions,
+    SourcePositions,
+)
 from kctl.states import State, TaskId
 from kctl.transport.base import (
     BatchDelivery,
     Consumer,
-    HeaderColumns,
     LogRecord,
     Producer,
     ProducerRecord,
@@ -303,10 +305,6 @@ class SubmittedRecords:
         return out
 
 
-SOURCE_HEADER = "__kctl.source"
-_RECOVERY_STALL_S = 30.0
-POSITION_KEY = "kctl.task"
-"""Offset-store partitions with this key hold log positions, not connector offsets."""
 
 
 class WorkerSourceTask(WorkerTask):
@@ -336,12 +334,6 @@ class WorkerSourceTask(WorkerTask):
     ):
         super().__init__(task_id, status, paused=paused, commit_interval_ms=commit_interval_ms)
         self.task = task
-        self.exactly_once = exactly_once
-        self._partition_count = partition_count
-        self.log_reader = log_reader
-        self.stored_offsets = stored_offsets
-        self._next_seq = time.time_ns()  # increases across restarts: newest position wins
-        self._positions: dict[tuple[str, int], int] = {}
         self.props = props
         self.producer = producer
         self.key_converter = key_converter
@@ -360,123 +352,27 @@ class WorkerSourceTask(WorkerTask):
         self.records_sent = 0
         self.columns_sent = 0  # of records_sent, how many went as columns
         self._columnar_ok: bool | None = None
+        self.positions: SourcePositions = ExactlyOncePositions(
+            task_id, offset_writer=offset_writer, commit_timeout=self.commit_timeout,
+            log_reader=log_reader, stored_offsets=stored_offsets,
+            partition_count=partition_count, flush_sent=self._flush_sent,
+        ) if exactly_once else NoSourcePositions()
+
+    def _flush_sent(self) -> bool:
+        """Send what was converted and wait for the log (before a DLQ write that must come
+        after them): True when everything sent is acknowledged."""
+        self._send_unsent()
+        return self.producer.flush(self.commit_timeout) == 0
 
     def initialize_and_start(self) -> None:
-        if self.exactly_once:
-            self._recover_offsets_from_log()
+        self.positions.recover()
+        if self.positions.tracker is not None:
             for reporter in self.operator.reporters:
                 if isinstance(reporter, DeadLetterQueueReporter):
-                    reporter.tracker = self
+                    reporter.tracker = self.positions.tracker
         self.task.initialize(_SourceTaskContext(self.props, self.offset_reader, self.spark,
                                                 _SourceErrantReporter(self)))
         self.task.start(self.props)
-
-    # Exactly-once source: every record carries its source position in a header, and each
-    # commit stores, with the source offsets, how far the log had acknowledged this task's
-    # writes. A crash between an acknowledgement and the next commit leaves records in the
-    # log past that position; on start they are read back and their source offsets win, so
-    # the task resumes after what the log really holds instead of producing it again.
-    def _recover_offsets_from_log(self) -> None:
-        if self.log_reader is None or self.stored_offsets is None:
-            return
-        positions = [(p, o) for p, o in self.stored_offsets()
-                     if p.get(POSITION_KEY) is not None and o]
-        if not positions:
-            return
-        newest: dict[tuple, tuple[int, dict, dict]] = {}
-        consumer = self.log_reader()
-        try:
-            tps = [TopicPartition(p["topic"], int(p["partition"])) for p, _ in positions]
-            consumer.assign(tps)
-            for (_, o), tp in zip(positions, tps, strict=True):
-                consumer.seek(tp, int(o["position"]))
-            # read to the ends the partitions have now (a slow broker makes this wait, not
-            # stop early and produce again what the log already holds)
-            pending = set(tps)
-            progress = time.monotonic()
-            while True:
-                batch = consumer.poll_batch(10000, 0.1)
-                if batch:
-                    progress = time.monotonic()
-                elif time.monotonic() - progress > _RECOVERY_STALL_S:
-                    log.warning("Task %s: no progress reading %s back for %.0fs; recovering "
-                                "from what was read", self.id, sorted(pending),
-                                _RECOVERY_STALL_S)
-                    break
-                for r in batch:
-                    for k, v in r.headers:
-                        if k == SOURCE_HEADER and v is not None:
-                            conn, seq, part, off = json.loads(v)
-                            if conn != self.id.connector:
-                                continue
-                            key = partition_key(part)
-                            if key not in newest or newest[key][0] < seq:
-                                newest[key] = (seq, part, off)
-                    self._positions[(r.topic, r.partition)] = r.offset + 1
-                ends = consumer.end_offsets(pending)
-                pending = {tp for tp in pending if consumer.position(tp) < ends[tp]}
-                if not pending and not batch:  # at the ends, and an empty poll to be sure
-                    break
-        finally:
-            consumer.close()
-        if not newest:
-            return
-        log.info("Task %s recovered %d source offset(s) from the log", self.id, len(newest))
-        for _, part, off in newest.values():
-            self.offset_writer.offset(part, off)
-        self._write_positions()
-        if self.offset_writer.begin_flush():
-            self.offset_writer.do_flush().result(self.commit_timeout)
-
-    def _mark_start_positions(self, topic: str) -> None:
-        """Before the first write to a topic, store where its partitions end, so a crash
-        before the first commit can still be recovered by reading from there."""
-        if self.log_reader is None:
-            return
-        consumer = self.log_reader()
-        try:
-            n = self._partition_count(topic)
-            ends = consumer.end_offsets([TopicPartition(topic, p) for p in range(n)])
-        finally:
-            consumer.close()
-        added = False
-        for tp, end in ends.items():
-            if (tp.topic, tp.partition) not in self._positions:
-                self._positions[(tp.topic, tp.partition)] = max(0, end - 1)
-                added = True
-        if added:
-            self._write_positions()
-            if self.offset_writer.begin_flush():
-                self.offset_writer.do_flush().result(self.commit_timeout)
-
-    def dlq_headers(self, topic: str, ctx: ErrorContext) -> list[tuple[str, bytes]]:
-        """A dead-lettered record carries its source position like a delivered one, so the
-        recovery after a crash sees it as done and does not dead-letter it again. Records
-        before it must be in the log first: recovery takes the newest position it finds,
-        so a later one must never stand there without those before it."""
-        if ctx.source is None or ctx.stage is Stage.KAFKA_PRODUCE:
-            return []  # a delivery callback: no flushing from inside the producer
-        if topic not in self._known_topics:
-            self._known_topics.add(topic)
-            self._mark_start_positions(topic)
-        self._send_unsent()
-        if self.producer.flush(self.commit_timeout):
-            return []  # not all acknowledged: without the header it may be reported again
-        return [(SOURCE_HEADER, self._source_header(ctx.source))]
-
-    def dlq_written(self, metadata: RecordMetadata) -> None:
-        self._positions[(metadata.topic, metadata.partition)] = metadata.offset + 1
-
-    def _source_header(self, record: SourceRecord) -> bytes:
-        seq = self._next_seq
-        self._next_seq += 1
-        return json.dumps([self.id.connector, seq, dict(record.source_partition),
-                           dict(record.source_offset)], separators=(",", ":")).encode()
-
-    def _write_positions(self) -> None:
-        for (topic, partition), pos in self._positions.items():
-            self.offset_writer.offset({POSITION_KEY: self.id.task, "topic": topic,
-                                       "partition": partition}, {"position": pos})
 
     def execute(self) -> None:
         next_commit = self.clock() + self.commit_interval
@@ -540,9 +436,8 @@ class WorkerSourceTask(WorkerTask):
         if topic not in self._known_topics:
             self.ensure_topic(topic)
             self._known_topics.add(topic)
-            if self.exactly_once:
-                self._mark_start_positions(topic)
-        headers = self._source_headers(batch) if self.exactly_once else ()
+            self.positions.before_first_write(topic)
+        headers = self.positions.batch_headers(batch)
         self._send_unsent()  # records before this batch go first
         entry = self.submitted.submit_batch(batch)
         self.producer.send_batch(topic, values, self._batch_callback(entry, batch),
@@ -551,28 +446,10 @@ class WorkerSourceTask(WorkerTask):
         self.columns_sent += n
         return True
 
-    def _source_headers(self, batch: SourceBatch) -> HeaderColumns:
-        """The per-record `__kctl.source` header of `_source_header`, built for all rows."""
-        import numpy as np
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        n = len(batch)
-        first = self._next_seq
-        self._next_seq += n
-        head = "[" + json.dumps(self.id.connector) + ","
-        part = "," + json.dumps(dict(batch.source_partition), separators=(",", ":")) + ","
-        seqs = pc.cast(pa.array(np.arange(first, first + n, dtype=np.int64)), pa.string())
-        texts = pc.binary_join_element_wise(head, seqs, part, _offset_json(batch.offsets, n),
-                                            "]", "")
-        return [(SOURCE_HEADER, texts.cast(pa.binary()))]
-
     def _batch_callback(self, entry: list, batch: SourceBatch) -> Callable:
         def on_delivery(result: BatchDelivery) -> None:
-            if self.exactly_once:
-                for tp, end in result.ends.items():
-                    if self._positions.get(tp, -1) < end:
-                        self._positions[tp] = end
+            for (topic, partition), end in result.ends.items():
+                self.positions.delivered(topic, partition, end)
             if not result.errors:
                 self.submitted.ack(entry)
                 return
@@ -616,13 +493,11 @@ class WorkerSourceTask(WorkerTask):
             headers: tuple = ()
             if tr.headers:
                 headers = tuple((h.key, _header_bytes(h.value)) for h in tr.headers)
-            if self.exactly_once:
-                headers = (*headers, (SOURCE_HEADER, self._source_header(rec)))
+            headers = (*headers, *self.positions.record_headers(rec))
             if topic not in self._known_topics:
                 self.ensure_topic(topic)
                 self._known_topics.add(topic)
-                if self.exactly_once:
-                    self._mark_start_positions(topic)
+                self.positions.before_first_write(topic)
             # (a DLQ write later in this batch sends these first: see dlq_headers)
             self._unsent.append((ProducerRecord(topic, value, key, tr.kafka_partition,
                                                 headers, tr.timestamp), entry, rec))
@@ -644,8 +519,8 @@ class WorkerSourceTask(WorkerTask):
         def on_delivery(md: RecordMetadata | None, err: BaseException | None) -> None:
             if err is None:
                 self.submitted.ack(entry)
-                if self.exactly_once and md is not None:
-                    self._positions[(md.topic, md.partition)] = md.offset + 1
+                if md is not None:
+                    self.positions.delivered(md.topic, md.partition, md.offset + 1)
                 try:
                     self.task.commit_record(rec, md)
                 except Exception as e:
@@ -667,9 +542,9 @@ class WorkerSourceTask(WorkerTask):
         committable = self.submitted.committable()
         for partition, offset in committable.values():
             self.offset_writer.offset(partition, offset)
-        if self.exactly_once and remaining == 0 and committable:
+        if remaining == 0 and committable:
             # everything sent is acknowledged: positions and offsets describe the same point
-            self._write_positions()
+            self.positions.commit()
         if committable and self.offset_writer.begin_flush():
             try:
                 self.offset_writer.do_flush().result(self.commit_timeout)
@@ -708,33 +583,6 @@ class WorkerSourceTask(WorkerTask):
 
 def _raise(err: BaseException) -> Any:
     raise err
-
-
-def _offset_json(offsets: Mapping[str, Sequence[Any]], n: int) -> Any:
-    """Each row's source offset as compact JSON (what json.dumps writes): a pyarrow string
-    array of n rows."""
-    import pyarrow as pa
-
-    keys = list(offsets)
-    if keys and all(type(x) is int for col in offsets.values() for x in (col[0], col[-1])):
-        import pyarrow.compute as pc
-
-        cols = []
-        for k in keys:
-            arr = pa.array(offsets[k])
-            if not pa.types.is_integer(arr.type):  # not ints after all: the general way
-                break
-            cols.append(pc.cast(arr, pa.string()))
-        else:
-            parts: list[Any] = []
-            for i, (k, col) in enumerate(zip(keys, cols, strict=True)):
-                parts.append(("{" if i == 0 else ",") + json.dumps(k) + ":")
-                parts.append(col)
-            parts.append("}")
-            return pc.binary_join_element_wise(*parts, "")
-    return pa.array([json.dumps(dict(zip(keys, row, strict=True)), separators=(",", ":"))
-                     for row in zip(*offsets.values(), strict=True)] if keys else ["{}"] * n,
-                    pa.string())
 
 
 def _header_bytes(v: Any) -> bytes | None:

@@ -17,7 +17,7 @@ from support.waiting import wait_until
 
 from kctl.api import TopicPartition
 from kctl.launch import StandaloneWorker
-from kctl.runtime.tasks import SOURCE_HEADER
+from kctl.runtime.source_positions import SOURCE_HEADER
 from kctl.runtime.worker_config import WorkerConfig
 from kctl.states import TaskId
 

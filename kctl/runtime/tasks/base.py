@@ -1,0 +1,181 @@
+"""The task base: the thread, the state machine and the status reports every task loop shares."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from kctl.states import State, TaskId
+
+log = logging.getLogger(__name__)
+
+
+class StatusListener(Protocol):
+    def on_task_state(self, task: TaskId, state: State, trace: str | None = None) -> None: ...
+
+    def on_topic_used(self, connector: str, topic: str) -> None: ...
+
+
+class Transforms(Protocol):
+    def apply(self, record: Any) -> Any: ...
+
+
+class _NoTransforms:
+    def apply(self, record: Any) -> Any:
+        return record
+
+
+def _trace(e: BaseException) -> str:
+    return "".join(traceback.format_exception(e))
+
+
+def _class_name(obj: Any) -> str:
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
+def _transform_class(chain: Any) -> Callable[[], str]:
+    """The class of the transform that failed (as Kafka reports it), not the chain's."""
+
+    def name() -> str:
+        stage = getattr(chain, "failed_stage", None)
+        return stage.class_name if stage is not None else _class_name(chain)
+
+    return name
+
+
+def _close_transforms(chain: Any) -> None:
+    close = getattr(chain, "close", None)
+    if close is not None:
+        try:
+            close()
+        except Exception as e:
+            log.warning("closing transforms failed: %s", e)
+
+
+class WorkerTask:
+    """Lifecycle shared by both loops: thread, pause/resume, stop, failure reporting."""
+
+    def __init__(self, task_id: TaskId, status: StatusListener, *, paused: bool,
+                 commit_interval_ms: int, clock: Callable[[], float] = time.monotonic):
+        self.id = task_id
+        self.status = status
+        self.clock = clock
+        self.commit_interval = commit_interval_ms / 1000
+        self._paused = paused
+        self._stopping = threading.Event()
+        self._abandoned = False
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name=f"task-{task_id}", daemon=True)
+        self.failed: BaseException | None = None
+        self.started_count = 0
+
+    # -- control (any thread) --------------------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    def pause(self) -> None:
+        with self._cond:
+            self._paused = True
+            self._cond.notify_all()
+
+    def resume(self) -> None:
+        with self._cond:
+            self._paused = False
+            self._cond.notify_all()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._cond:
+            self._cond.notify_all()
+
+    def join(self, timeout: float) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def abandon(self) -> None:
+        """The worker gave up waiting: a restarted task may already run under this id, so
+        whatever this thread does when it finally ends must not overwrite its status."""
+        self._abandoned = True
+
+    def _report(self, state: State, trace: str | None = None) -> None:
+        if not self._abandoned:
+            self.status.on_task_state(self.id, state, trace)
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def wait_unless_stopping(self, seconds: float) -> bool:
+        """Sleep for a backoff, waking at once when a stop is requested; True if stopping."""
+        return self._stopping.wait(seconds)
+
+    # -- task thread ---------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            self.initialize_and_start()
+            self._report(State.PAUSED if self._paused else State.RUNNING)
+            self.execute()
+        except BaseException as e:  # a task failure must never take the worker down
+            self.failed = e
+            log.error("Task %s failed: %s", self.id, e, exc_info=e)
+            self._report(State.FAILED, _trace(e))
+            try:
+                self.close(failed=True)
+            except BaseException as ce:
+                log.warning("Task %s failed to close: %s", self.id, ce)
+            return
+        try:
+            self.close(failed=False)
+        except BaseException as e:
+            log.error("Task %s failed while stopping: %s", self.id, e, exc_info=e)
+            self._report(State.FAILED, _trace(e))
+            return
+        self._report(State.UNASSIGNED)
+
+    def wait_if_paused(self) -> bool:
+        """Block while paused; returns True when the loop should go on."""
+        if not self._paused:
+            return not self.stopping
+        self.on_pause()
+        self._report(State.PAUSED)
+        with self._cond:
+            while self._paused and not self.stopping:
+                self._cond.wait(0.5)
+                self.while_paused()
+        if not self.stopping:
+            self.on_resume()
+            self._report(State.RUNNING)
+        return not self.stopping
+
+    def on_pause(self) -> None:
+        pass
+
+    def on_resume(self) -> None:
+        pass
+
+    def while_paused(self) -> None:
+        pass
+
+    def initialize_and_start(self) -> None:
+        raise NotImplementedError
+
+    def execute(self) -> None:
+        raise NotImplementedError
+
+    def close(self, failed: bool) -> None:
+        raise NotImplementedError
+
+
+def _raise(err: BaseException) -> Any:
+    raise err
+
+
+def _header_bytes(v: Any) -> bytes | None:
+    if v is None or isinstance(v, bytes):
+        return v
+    return str(v).encode()
+

@@ -1,0 +1,335 @@
+"""WorkerSinkTask: fetch, convert, transform, put, flush, commit what the task says is safe."""
+
+from __future__ import annotations
+
+import collections
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from kctl.api.connector import (
+    SinkTask,
+    SparkProvider,
+)
+from kctl.api.converter import Converter
+from kctl.api.records import (
+    Headers,
+    OffsetAndMetadata,
+    SinkBatch,
+    SinkRecord,
+    TimestampType,
+    TopicPartition,
+)
+from kctl.errors import ConnectError, RetriableError
+from kctl.runtime.error_handling import (
+    FAILED,
+    RetryWithToleranceOperator,
+    Stage,
+    source_record_payload,
+)
+from kctl.runtime.tasks.base import (
+    StatusListener,
+    Transforms,
+    WorkerTask,
+    _class_name,
+    _close_transforms,
+    _header_bytes,
+    _NoTransforms,
+    _transform_class,
+)
+from kctl.runtime.tasks.contexts import _ErrantRecordReporter, _PolledRecords, _SinkTaskContext
+from kctl.states import TaskId
+from kctl.transport.base import (
+    Consumer,
+    LogRecord,
+    RecordColumns,
+)
+
+log = logging.getLogger(__name__)
+
+
+class WorkerSinkTask(WorkerTask):
+    def __init__(
+        self,
+        task_id: TaskId,
+        task: SinkTask,
+        props: Mapping[str, str],
+        *,
+        status: StatusListener,
+        consumer: Consumer,
+        topics: Sequence[str],
+        topics_regex: str | None,
+        list_topics: Callable[[], Sequence[str]],
+        key_converter: Converter,
+        value_converter: Converter,
+        transforms: Transforms | None,
+        operator: RetryWithToleranceOperator,
+        spark: SparkProvider,
+        paused: bool = False,
+        commit_interval_ms: int = 10000,
+        max_poll_records: int = 10000,
+        has_reporters: bool = False,
+    ):
+        super().__init__(task_id, status, paused=paused, commit_interval_ms=commit_interval_ms)
+        self.task = task
+        self.props = props
+        self.consumer = consumer
+        self.topics = list(topics)
+        self.topics_regex = re.compile(topics_regex) if topics_regex else None
+        self.list_topics = list_topics
+        self.key_converter = key_converter
+        self.value_converter = value_converter
+        self.transforms = transforms or _NoTransforms()
+        self.operator = operator
+        self.spark = spark
+        self.max_poll_records = max_poll_records
+        self.rewinds: dict[TopicPartition, int] = {}
+        self.current: dict[TopicPartition, int] = {}
+        self.committed: dict[TopicPartition, int] = {}
+        self.retry_timeout_ms = 0
+        self.commit_requested = False
+        self.errant_reporter = _ErrantRecordReporter(self) if has_reporters else None
+        self.originals: Mapping[tuple[str, int, int], LogRecord] | _PolledRecords = {}
+        self._subscribed: set[str] = set()
+        self.records_put = 0
+        self._columnar_ok: bool | None = None
+
+    def initialize_and_start(self) -> None:
+        self.task.initialize(_SinkTaskContext(self))
+        self.task.start(self.props)
+        self._subscribe()
+
+    def _subscribe(self) -> None:
+        topics = set(self.topics)
+        if self.topics_regex is not None:
+            topics |= {t for t in self.list_topics() if self.topics_regex.fullmatch(t)}
+        if topics != self._subscribed:
+            self._subscribed = topics
+            self.consumer.subscribe(sorted(topics), on_assign=self._on_assign,
+                                    on_revoke=self._on_revoke)
+
+    def _on_assign(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self.current[tp] = self.consumer.position(tp)
+            self.committed[tp] = self.current[tp]
+        self.task.open(partitions)
+        self._apply_rewinds()
+
+    def _on_revoke(self, partitions: list[TopicPartition]) -> None:
+        self._commit(partitions)
+        self.task.close(partitions)
+        for tp in partitions:
+            self.current.pop(tp, None)
+            self.committed.pop(tp, None)
+
+    def _apply_rewinds(self) -> None:
+        if not self.rewinds:
+            return
+        assigned = self.consumer.assignment()
+        for tp, off in list(self.rewinds.items()):
+            if tp in assigned:
+                self.consumer.seek(tp, off)
+                self.current[tp] = off
+                del self.rewinds[tp]
+
+    def on_pause(self) -> None:
+        self.consumer.pause(self.consumer.assignment())
+
+    def on_resume(self) -> None:
+        self.consumer.resume(self.consumer.assignment())
+
+    def while_paused(self) -> None:
+        self.consumer.poll_batch(1, 0)  # keeps group membership alive on a real broker
+
+    def execute(self) -> None:
+        next_commit = self.clock() + self.commit_interval
+        next_topic_scan = self.clock() + 5
+        while self.wait_if_paused():
+            if self._columnar():
+                polled = self.consumer.poll_columns(self.max_poll_records, 0.2)
+                self._apply_rewinds()
+                if polled:
+                    self._deliver_columns(polled)
+            else:
+                batch = self.consumer.poll_batch(self.max_poll_records, 0.2)
+                self._apply_rewinds()
+                if batch:
+                    self._deliver(batch)
+            now = self.clock()
+            if now >= next_commit or self.commit_requested:
+                self.commit_requested = False
+                self._commit(None)
+                next_commit = self.clock() + self.commit_interval
+            if self.topics_regex is not None and now >= next_topic_scan:
+                self._subscribe()
+                next_topic_scan = now + 5
+
+    def _convert(self, rec: LogRecord) -> Any:
+        op = self.operator
+        kc, vc = self.key_converter, self.value_converter
+        key = op.execute(lambda: kc.to_connect_data(rec.topic, rec.key), Stage.KEY_CONVERTER,
+                         _class_name(kc), consumed=rec)
+        if key is FAILED:
+            return FAILED
+        value = op.execute(lambda: vc.to_connect_data(rec.topic, rec.value), Stage.VALUE_CONVERTER,
+                           _class_name(vc), consumed=rec)
+        if value is FAILED:
+            return FAILED
+        headers = Headers()
+        for hk, hv in rec.headers:
+            headers.add(hk, hv)
+        sr = SinkRecord(rec.topic, rec.partition, key.schema, key.value, value.schema, value.value,
+                        rec.timestamp, headers, kafka_offset=rec.offset,
+                        timestamp_type=TimestampType.CREATE_TIME, original_topic=rec.topic,
+                        original_kafka_partition=rec.partition, original_kafka_offset=rec.offset)
+        return op.execute(lambda: self.transforms.apply(sr), Stage.TRANSFORMATION,
+                          _transform_class(self.transforms), consumed=rec)
+
+    def reserialise(self, record: SinkRecord, where: tuple[str, int, int]) -> LogRecord:
+        """The bytes of a reported record that is no longer in the current batch: encoded
+        with the task's converters, or as plain JSON when they cannot encode it."""
+        topic, partition, offset = where
+        try:
+            key = self.key_converter.from_connect_data(record.topic, record.key_schema,
+                                                       record.key, record.headers)
+            value = self.value_converter.from_connect_data(record.topic, record.value_schema,
+                                                           record.value, record.headers)
+        except Exception as e:
+            log.warning("Task %s: converters could not encode the reported record at %s-%d@%d "
+                        "(%s); dead-lettering it as plain JSON", self.id, topic, partition,
+                        offset, e)
+            key, value = source_record_payload(record)
+        headers = tuple((h.key, _header_bytes(h.value)) for h in record.headers)
+        return LogRecord(topic, partition, offset, record.timestamp or 0, key, value, headers)
+
+    def _deliver(self, batch: list[LogRecord]) -> None:
+        """Record by record: converters, transforms, then the task's put."""
+        if self.errant_reporter is not None:
+            self.originals = {(r.topic, r.partition, r.offset): r for r in batch}
+        ends = {(r.topic, r.partition): r.offset for r in batch}
+        self._hand_over([], self._convert_all(batch), ends)
+
+    def _deliver_columns(self, polled: list[RecordColumns]) -> None:
+        """Each partition's records as one column when the converters can decode them so
+        (the task's put_batch), else record by record."""
+        if self.errant_reporter is not None:
+            self.originals = _PolledRecords(polled)
+        records: list[SinkRecord] = []
+        columns: list[SinkBatch] = []
+        for run in polled:
+            decoded = self._decode_columns(run)
+            if decoded is not None:
+                columns.append(decoded)
+            else:
+                records.extend(self._convert_all(run.records()))
+        self._hand_over(columns, records, {(r.topic, r.partition): r.offsets[-1] for r in polled})
+
+    def _hand_over(self, columns: list[SinkBatch], records: list[SinkRecord],
+                   ends: Mapping[tuple[str, int], int]) -> None:
+        """Put, then move each partition's position past the last offset polled."""
+        pending = collections.deque(columns)
+
+        def put_columns() -> None:  # a retry resumes at the batch that failed
+            while pending:
+                self.task.put_batch(pending[0])
+                pending.popleft()
+
+        if columns and not self._put(put_columns, sum(map(len, columns))):
+            return  # stopped before the sink took the batch: its offsets stay uncommitted
+        if records and not self._put(lambda: self.task.put(records), len(records)):
+            return
+        for (topic, partition), last in ends.items():
+            self.current[TopicPartition(topic, partition)] = last + 1
+        self.records_put += len(records) + sum(map(len, columns))
+
+    def _convert_all(self, batch: Sequence[LogRecord]) -> list[SinkRecord]:
+        out = []
+        for rec in batch:
+            sr = self._convert(rec)
+            if sr is not None and sr is not FAILED:
+                out.append(sr)
+        return out
+
+    def _columnar(self) -> bool:
+        """Whether records may reach the task as columns: it takes them (`put_batch`) and
+        nothing needs them one by one (no transforms)."""
+        ok = self._columnar_ok
+        if ok is None:
+            chain = self.transforms
+            ok = self._columnar_ok = (
+                (isinstance(chain, _NoTransforms) or len(getattr(chain, "stages", (0,))) == 0)
+                and type(self.task).put_batch is not SinkTask.put_batch)
+        return ok
+
+    def _decode_columns(self, run: RecordColumns) -> SinkBatch | None:
+        """Keyless records of one partition decoded as one column, or None (then they go
+        record by record, where a bad one gets its precise error and tolerance)."""
+        topic = run.topic
+        if run.keys is not None:  # some record has a key
+            return None
+        try:
+            key = self.key_converter.to_connect_data(topic, None)
+            if key.schema is not None or key.value is not None:
+                return None
+            decoded = self.value_converter.to_arrow(topic, run.values)
+        except Exception:
+            return None
+        if decoded is None or len(decoded[1]) != len(run):
+            return None
+        schema, values = decoded
+        return SinkBatch(topic, run.partition, run.offsets, run.timestamps, run.headers,
+                         schema, values)
+
+    def _put(self, put: Callable[[], Any], count: int) -> bool:
+        """Retriable put failures redeliver the same batch with backoff (as Kafka Connect).
+
+        Returns False when the task is asked to stop while it waits to retry: the batch is
+        then not delivered, so its offsets are not committed and a restart delivers it.
+        """
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                put()
+                return True
+            except RetriableError as e:
+                delay = self.retry_timeout_ms / 1000 if self.retry_timeout_ms else \
+                    self.operator.backoff_ms(attempt) / 1000
+                log.warning("Retriable put failure in %s (attempt %d): %s", self.id, attempt, e)
+                if self.wait_unless_stopping(min(delay, 10.0)):
+                    log.info("Task %s stopping; %d undelivered record(s) will be redelivered",
+                             self.id, count)
+                    return False
+            except Exception as e:
+                raise ConnectError(f"Exiting WorkerSinkTask due to unrecoverable exception: {e}") from e
+
+    def _commit(self, partitions: Sequence[TopicPartition] | None) -> None:
+        tps = list(self.current) if partitions is None else list(partitions)
+        current = {tp: OffsetAndMetadata(self.current[tp]) for tp in tps if tp in self.current}
+        if not current:
+            return
+        to_commit = self.task.pre_commit(current)
+        offsets = {tp: om.offset for tp, om in to_commit.items()
+                   if tp in current and self.committed.get(tp) != om.offset}
+        if offsets:
+            self.consumer.commit(offsets)
+            self.committed.update(offsets)
+
+    def close(self, failed: bool) -> None:
+        try:
+            if not failed:
+                self._commit(None)
+            assigned = sorted(self.consumer.assignment())
+            if assigned:
+                self.task.close(assigned)
+        finally:
+            try:
+                self.task.stop()
+            finally:
+                _close_transforms(self.transforms)
+                try:
+                    self.consumer.close()
+                finally:
+                    self.operator.close()
+

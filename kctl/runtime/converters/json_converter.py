@@ -1,6 +1,6 @@
-"""Converters between connector data and bytes on the log: JSON, string and raw bytes.
+"""Kafka Connect's JsonConverter.
 
-The JSON converter writes exactly what Kafka Connect's JsonConverter writes (the
+It writes exactly what Kafka Connect's JsonConverter writes (the
 `{"schema": ..., "payload": ...}` envelope, Kafka's schema JSON, logical types, maps with
 non-string keys as arrays of pairs), so topics can be shared with Java Connect workers.
 
@@ -14,11 +14,8 @@ import base64
 import binascii
 import datetime as dt
 import decimal
-import importlib
-import inspect
-import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kctl.api.config import ConfigDef, ConfigType, Importance, Range, ValidString
@@ -26,8 +23,6 @@ from kctl.api.converter import Converter, HeaderConverter
 from kctl.api.data import (
     DATE,
     DECIMAL,
-    OPTIONAL_BYTES_SCHEMA,
-    OPTIONAL_STRING_SCHEMA,
     TIME,
     TIMESTAMP,
     Field,
@@ -37,145 +32,37 @@ from kctl.api.data import (
     Type,
 )
 from kctl.api.records import Headers
-from kctl.errors import ConfigError, DataError, PluginError
+from kctl.errors import DataError
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-__all__ = [
-    "CONVERTER_ALIASES",
-    "ByteArrayConverter",
-    "JsonConverter",
-    "StringConverter",
-    "load_converter",
-]
-
-Encoder = Callable[[Any], Any]
-Decoder = Callable[[Any], Any]
-
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_EPOCH_DATE = dt.date(1970, 1, 1)
-_NULL = SchemaAndValue(None, None)
-
-# Kafka's JSON names for schema types; float32/float64 are "float"/"double" on the wire.
-_TYPE_TO_JSON = {
-    Type.INT8: "int8", Type.INT16: "int16", Type.INT32: "int32", Type.INT64: "int64",
-    Type.FLOAT32: "float", Type.FLOAT64: "double", Type.BOOLEAN: "boolean",
-    Type.STRING: "string", Type.BYTES: "bytes", Type.ARRAY: "array", Type.MAP: "map",
-    Type.STRUCT: "struct",
-}
-_JSON_TO_TYPE = {v: k for k, v in _TYPE_TO_JSON.items()}
-_INT_RANGES = {
-    Type.INT8: (-(2**7), 2**7 - 1),
-    Type.INT16: (-(2**15), 2**15 - 1),
-    Type.INT32: (-(2**31), 2**31 - 1),
-    Type.INT64: (-(2**63), 2**63 - 1),
-}
-
-_PLAIN = (str, int, float, bool)
-_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-_loads = json.loads
-_raw_decode = json.JSONDecoder().raw_decode
-_exact_decoder = json.JSONDecoder(parse_float=decimal.Decimal)
-
-
-def _unchecked_struct(schema: Schema, values: list[Any]) -> Struct:
-    """A Struct from values the decoder already checked field by field (skips re-validation)."""
-    s = Struct.__new__(Struct)
-    s.schema = schema
-    s._values = values
-    return s
-
-
-def _struct_values(struct: Struct) -> list[Any]:
-    return struct._values
-
-
-def _tname(t: Type) -> str:
-    return t.name
-
-
-def _typename(v: Any) -> str:
-    return type(v).__name__
-
-
-# --- logical types ------------------------------------------------------------------------
-
-
-def _decimal_scale(schema: Schema) -> int:
-    try:
-        return int((schema.parameters or {})["scale"])
-    except (KeyError, ValueError) as e:
-        raise DataError("Invalid Decimal schema: scale parameter not found or not an integer") from e
-
-
-def decimal_to_bytes(value: decimal.Decimal, scale: int) -> bytes:
-    """Kafka's Decimal.fromLogical: the unscaled value as big-endian two's complement."""
-    exp = value.as_tuple().exponent
-    if not isinstance(exp, int):
-        raise DataError(f"Decimal value {value} is not finite")
-    if -exp != scale:
-        q = value.quantize(decimal.Decimal(1).scaleb(-scale))
-        if q != value:
-            raise DataError(f"BigDecimal has mismatching scale value for given Decimal schema: "
-                            f"{value} does not fit scale {scale}")
-        value = q
-    unscaled = int(value.scaleb(scale))
-    length = max(1, (unscaled + (unscaled < 0)).bit_length() // 8 + 1)
-    return unscaled.to_bytes(length, "big", signed=True)
-
-
-def bytes_to_decimal(raw: bytes, scale: int) -> decimal.Decimal:
-    return decimal.Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-scale)
-
-
-def timestamp_to_millis(value: dt.datetime) -> int:
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.UTC)
-    delta = value - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
-
-
-def millis_to_timestamp(ms: int) -> dt.datetime:
-    return _EPOCH + dt.timedelta(milliseconds=ms)
-
-
-def date_to_days(value: dt.date) -> int:
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(dt.UTC)
-        if value.time() != dt.time(0):
-            raise DataError("Kafka Connect Date type should not have any time fields set to "
-                            "non-zero values.")
-        value = value.date()
-    return (value - _EPOCH_DATE).days
-
-
-def days_to_date(days: int) -> dt.date:
-    return _EPOCH_DATE + dt.timedelta(days=days)
-
-
-def time_to_millis(value: dt.time | dt.datetime) -> int:
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(dt.UTC)
-        if value.date() != _EPOCH_DATE:
-            raise DataError("Kafka Connect Time type should not have any date fields set to "
-                            "non-zero values.")
-        value = value.time()
-    return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
-
-
-def millis_to_time(ms: int) -> dt.time:
-    if not 0 <= ms < 86_400_000:
-        raise DataError(f"Time value {ms} is outside of one day (0..86399999 ms)")
-    s, milli = divmod(ms, 1000)
-    m, sec = divmod(s, 60)
-    h, minute = divmod(m, 60)
-    return dt.time(h, minute, sec, milli * 1000)
-
-
-# --- JSON converter config ----------------------------------------------------------------
+from kctl.runtime.converters.common import (
+    _INT_RANGES,
+    _JSON_TO_TYPE,
+    _NULL,
+    _PLAIN,
+    _TYPE_TO_JSON,
+    Decoder,
+    Encoder,
+    _decimal_scale,
+    _dumps,
+    _exact_decoder,
+    _loads,
+    _parse_converter_config,
+    _raw_decode,
+    _struct_values,
+    _tname,
+    _typename,
+    _unchecked_struct,
+    bytes_to_decimal,
+    date_to_days,
+    days_to_date,
+    decimal_to_bytes,
+    millis_to_time,
+    millis_to_timestamp,
+    time_to_millis,
+    timestamp_to_millis,
+)
 
 JSON_CONFIG_DEF = (
     ConfigDef()
@@ -193,17 +80,6 @@ JSON_CONFIG_DEF = (
     .define("converter.type", ConfigType.STRING, None, ValidString.in_("key", "value", "header"),
             Importance.LOW, "Set by the worker: whether this converter is for keys, values or headers.")
 )
-
-
-def _parse_converter_config(definition: ConfigDef, configs: Mapping[str, Any],
-                            is_key: bool) -> dict[str, Any]:
-    """Parse a converter's own keys; errors name the key as the worker config spells it."""
-    prefix = "key.converter." if is_key else "value.converter."
-    for cv in definition.validate(configs):
-        if cv.errors:
-            raise ConfigError(f"Invalid converter configuration {prefix}{cv.name}: {cv.errors[0]}",
-                              key=prefix + cv.name)
-    return definition.parse(configs)
 
 
 class _Numeric:
@@ -878,149 +754,3 @@ class JsonConverter(Converter, HeaderConverter):
     def to_connect_header(self, topic: str, key: str, value: bytes | None) -> SchemaAndValue:
         return self.to_connect_data(topic, value)
 
-
-# --- string and bytes ---------------------------------------------------------------------
-
-STRING_CONFIG_DEF = (
-    ConfigDef()
-    .define("converter.encoding", ConfigType.STRING, "UTF-8", None, Importance.HIGH,
-            "The name of the Python codec used to encode and decode strings.")
-    .define("converter.type", ConfigType.STRING, None, ValidString.in_("key", "value", "header"),
-            Importance.LOW, "Set by the worker: whether this converter is for keys, values or headers.")
-)
-
-
-class StringConverter(Converter, HeaderConverter):
-    """Strings as bytes in a configurable encoding; anything else is written as str(value)."""
-
-    def __init__(self) -> None:
-        self.encoding = "utf-8"
-
-    def config(self) -> ConfigDef:
-        return STRING_CONFIG_DEF
-
-    def configure(self, configs: Mapping[str, Any], is_key: bool) -> None:
-        parsed = _parse_converter_config(STRING_CONFIG_DEF, configs, is_key)
-        enc = parsed["converter.encoding"]
-        try:
-            "".encode(enc)
-        except LookupError as e:
-            prefix = "key.converter." if is_key else "value.converter."
-            raise ConfigError(f"Invalid converter configuration {prefix}converter.encoding: "
-                              f"unknown encoding {enc!r}", key=prefix + "converter.encoding") from e
-        self.encoding = enc
-
-    def from_connect_data(self, topic: str, schema: Schema | None, value: Any,
-                          headers: Headers | None = None) -> bytes | None:
-        if value is None:
-            return None
-        if isinstance(value, bytes | bytearray | memoryview):
-            return bytes(value)
-        try:
-            return (value if isinstance(value, str) else str(value)).encode(self.encoding)
-        except UnicodeEncodeError as e:
-            raise DataError(f"Failed to serialize to a string in {self.encoding}: {e}") from e
-
-    def to_connect_data(self, topic: str, value: bytes | None,
-                        headers: Headers | None = None) -> SchemaAndValue:
-        if value is None:
-            return SchemaAndValue(OPTIONAL_STRING_SCHEMA, None)
-        try:
-            return SchemaAndValue(OPTIONAL_STRING_SCHEMA, bytes(value).decode(self.encoding))
-        except UnicodeDecodeError as e:
-            raise DataError(f"Failed to deserialize string from topic {topic} as "
-                            f"{self.encoding}: {e}") from e
-
-    def from_connect_header(self, topic: str, key: str, schema: Schema | None,
-                            value: Any) -> bytes | None:
-        return self.from_connect_data(topic, schema, value)
-
-    def to_connect_header(self, topic: str, key: str, value: bytes | None) -> SchemaAndValue:
-        return self.to_connect_data(topic, value)
-
-
-class ByteArrayConverter(Converter, HeaderConverter):
-    """Pass-through for raw bytes, as Kafka's ByteArrayConverter."""
-
-    def from_connect_data(self, topic: str, schema: Schema | None, value: Any,
-                          headers: Headers | None = None) -> bytes | None:
-        if schema is not None and schema.type is not Type.BYTES:
-            raise DataError(f"Invalid schema type for ByteArrayConverter: {schema.type.name}")
-        if value is None:
-            return None
-        if isinstance(value, bytes):
-            return value
-        if isinstance(value, bytearray | memoryview):
-            return bytes(value)
-        raise DataError(f"ByteArrayConverter is not compatible with objects of type "
-                        f"{_typename(value)}")
-
-    def to_connect_data(self, topic: str, value: bytes | None,
-                        headers: Headers | None = None) -> SchemaAndValue:
-        return SchemaAndValue(OPTIONAL_BYTES_SCHEMA, value)
-
-    def from_connect_header(self, topic: str, key: str, schema: Schema | None,
-                            value: Any) -> bytes | None:
-        return self.from_connect_data(topic, schema, value)
-
-    def to_connect_header(self, topic: str, key: str, value: bytes | None) -> SchemaAndValue:
-        return self.to_connect_data(topic, value)
-
-
-# --- loading ------------------------------------------------------------------------------
-
-CONVERTER_ALIASES: dict[str, type[Converter]] = {
-    "json": JsonConverter,
-    "string": StringConverter,
-    "bytes": ByteArrayConverter,
-    "JsonConverter": JsonConverter,
-    "StringConverter": StringConverter,
-    "ByteArrayConverter": ByteArrayConverter,
-    "org.apache.kafka.connect.json.JsonConverter": JsonConverter,
-    "org.apache.kafka.connect.storage.StringConverter": StringConverter,
-    "org.apache.kafka.connect.converters.ByteArrayConverter": ByteArrayConverter,
-    "kctl.runtime.converters.JsonConverter": JsonConverter,
-    "kctl.runtime.converters.StringConverter": StringConverter,
-    "kctl.runtime.converters.ByteArrayConverter": ByteArrayConverter,
-}
-
-
-def _known() -> str:
-    return ", ".join(CONVERTER_ALIASES) + ", or a dotted Python path to a Converter class"
-
-
-def _import_class(path: str) -> Any:
-    module, sep, attr = path.partition(":")
-    if not sep:
-        module, _, attr = path.rpartition(".")
-    if not module or not attr:
-        raise ImportError(f"{path!r} is not a dotted path")
-    obj: Any = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
-def resolve_converter(name_or_class: str) -> type[Converter]:
-    """The converter class for a short name, a Kafka class name or a dotted Python path."""
-    name = (name_or_class or "").strip()
-    cls = CONVERTER_ALIASES.get(name) or CONVERTER_ALIASES.get(name.lower())
-    if cls is not None:
-        return cls
-    if not name:
-        raise PluginError(f"No converter configured; known converters: {_known()}")
-    try:
-        obj = _import_class(name)
-    except (ImportError, AttributeError, ValueError) as e:
-        raise PluginError(f"Unknown converter {name!r} ({e}); known converters: {_known()}") from e
-    if not (inspect.isclass(obj) and issubclass(obj, Converter)) or inspect.isabstract(obj):
-        raise PluginError(f"{name} is not a concrete Converter class; known converters: {_known()}")
-    return obj
-
-
-def load_converter(name_or_class: str, configs: Mapping[str, Any], is_key: bool) -> Converter:
-    """Instantiate and configure a converter; PluginError for unknown names, ConfigError for bad keys."""
-    cls = resolve_converter(name_or_class)
-    conv = cls()
-    conv.configure(dict(configs), is_key)
-    return conv

@@ -1,0 +1,39 @@
+"""Converters between connector data and bytes on the log, one concern per module:
+`json_converter` (Kafka Connect's JsonConverter, with and without schemas), `simple`
+(StringConverter, ByteArrayConverter), `loading` (converters by alias, Kafka class name or
+Python path) and `common` (logical values and JSON text shared by them). The vectorised
+JSON column codec is `kctl.runtime.json_columns`.
+"""
+
+from kctl.runtime.converters.common import (
+    bytes_to_decimal,
+    date_to_days,
+    days_to_date,
+    decimal_to_bytes,
+    millis_to_time,
+    millis_to_timestamp,
+    time_to_millis,
+    timestamp_to_millis,
+)
+from kctl.runtime.converters.json_converter import JSON_CONFIG_DEF, JsonConverter
+from kctl.runtime.converters.loading import CONVERTER_ALIASES, load_converter, resolve_converter
+from kctl.runtime.converters.simple import STRING_CONFIG_DEF, ByteArrayConverter, StringConverter
+
+__all__ = [
+    "CONVERTER_ALIASES",
+    "JSON_CONFIG_DEF",
+    "STRING_CONFIG_DEF",
+    "ByteArrayConverter",
+    "JsonConverter",
+    "StringConverter",
+    "bytes_to_decimal",
+    "date_to_days",
+    "days_to_date",
+    "decimal_to_bytes",
+    "load_converter",
+    "millis_to_time",
+    "millis_to_timestamp",
+    "resolve_converter",
+    "time_to_millis",
+    "timestamp_to_millis",
+]

@@ -808,9 +808,9 @@ def test_a_columnar_poll_reads_what_a_record_poll_reads(tmp_path_factory, record
 
 
 def test_a_columnar_poll_takes_a_frame_larger_than_its_read_buffer(tmp_path, monkeypatch):
-    from kctl.transport import embedded
+    from kctl.transport.embedded import segments
 
-    monkeypatch.setattr(embedded, "COLUMN_READ_CHUNK", 64)
+    monkeypatch.setattr(segments, "COLUMN_READ_CHUNK", 64)
     values = [b"small", b"x" * 500, b"tail" * 10]
     with EmbeddedTransport(tmp_path) as t:
         produce(t, [ProducerRecord("big", v, partition=0, headers=(("h", b"1"),))

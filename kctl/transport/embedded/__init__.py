@@ -1,0 +1,34 @@
+"""The embedded durable log: Kafka's storage model on local files, for standalone workers.
+
+Layout under ``state_dir/log``::
+
+    <topic>/topic.json                      partitions and topic config
+    <topic>/<partition>/<base offset>.log   segments of framed records
+
+A frame is ``length, crc32, offset, timestamp, key_len, value_len, n_headers, key, value,
+headers``; the CRC covers everything after it, so a torn tail left by ``kill -9`` is found
+and cut off when the log is opened. A record is acknowledged only after ``write()`` handed
+its bytes to the OS (and, with ``fsync=True``, after fsync), which is what makes
+acknowledged records survive the death of the process.
+
+Committed consumer offsets live in the compacted internal topic ``__consumer_offsets``.
+Consumer groups are in-process and run kctl's own consumer protocol half and assignors
+(``kctl.group.consumer_coordinator``), chosen per consumer by ``partition.assignment.strategy``
+as on a Kafka cluster. A membership change runs the rebalance at once, under the group lock:
+each member subscribes with its owned partitions, generation and its assignor's user data, the
+leader's assignor computes, every member's assignor gets ``on_assignment``, and a cooperative
+revocation is followed by another round, as the simulator behind ``kctl rebalance explain``
+does. Consumers apply the result in ``poll_batch``: eager members revoke everything they hold
+after each rebalance, cooperative ones only what moved; a partition is handed to its new owner
+only once its old owner ran its revoke callback.
+"""
+
+from kctl.transport.embedded.frames import murmur2, partition_for_key
+from kctl.transport.embedded.log import OFFSETS_TOPIC, EmbeddedTransport
+
+__all__ = [
+    "OFFSETS_TOPIC",
+    "EmbeddedTransport",
+    "murmur2",
+    "partition_for_key",
+]

@@ -1,0 +1,476 @@
+"""The embedded log itself: topics under one state directory, its lock, committed group
+offsets, and the factory of its clients.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import itertools
+import json
+import logging
+import os
+import re
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kctl.api.records import TopicPartition
+from kctl.durable import atomic_write
+from kctl.errors import AlreadyExistsError, ConfigError, NotFoundError, TransportError
+from kctl.group.assignors.consumer import ConsumerPartitionAssignor
+from kctl.group.consumer_coordinator import (
+    ASSIGNMENT_STRATEGY_CONFIG,
+    ConsumerHandler,
+)
+from kctl.group.protocol import JoinMember, select_protocol
+from kctl.transport.base import (
+    Admin,
+    Consumer,
+    HeaderColumns,
+    HeaderList,
+    LogRecord,
+    Producer,
+    TopicSpec,
+    Transport,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+from kctl.transport.embedded.clients import EmbeddedAdmin, EmbeddedConsumer, EmbeddedProducer
+from kctl.transport.embedded.groups import MAX_ROUNDS_PER_REBALANCE, _Group, _Member
+from kctl.transport.embedded.segments import SEGMENT_BYTES, _Partition, _Topic
+
+log = logging.getLogger(__name__)
+
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+LOCK_FILE = "LOCK"
+
+
+_TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+
+
+class EmbeddedTransport(Transport):
+    """A durable multi-topic log in one directory, owned by one process at a time."""
+
+    name = "embedded"
+
+    def __init__(self, state_dir: str | Path, *, clock: Callable[[], float] = time.time,
+                 fsync: bool = False, assignment_strategy: Any = None,
+                 segment_bytes: int = SEGMENT_BYTES, min_compact_garbage: int = 1000,
+                 auto_create_partitions: int = 1):
+        self.state_dir = Path(state_dir)
+        self.clock = clock
+        self.fsync = fsync
+        # partition.assignment.strategy for consumers whose config does not set it
+        # (None: Kafka's default, range then cooperative-sticky).
+        self.assignment_strategy = assignment_strategy
+        self.segment_bytes = segment_bytes
+        self.min_compact_garbage = min_compact_garbage
+        self.auto_create_partitions = auto_create_partitions
+        self.log_dir = self.state_dir / "log"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._lock_fd = self._acquire_lock()
+        self._topics_lock = threading.RLock()
+        self._topics: dict[str, _Topic] = {}
+        self._cond = threading.Condition(threading.Lock())
+        self._seq = 0
+        self._groups_lock = threading.RLock()
+        self._groups: dict[str, _Group] = {}
+        self._member_seq = itertools.count()
+        self._sticky_seq = itertools.count()
+        self._offsets_lock = threading.Lock()
+        self._offsets: dict[tuple[str, str, int], int] = {}
+        self._closed = False
+        try:
+            self.cluster_id = self._load_cluster_id()
+            for d in sorted(self.log_dir.iterdir()):
+                if d.is_dir() and (d / "topic.json").exists():
+                    self._open_topic(d.name)
+            if OFFSETS_TOPIC not in self._topics:
+                self.create_topic(TopicSpec(OFFSETS_TOPIC, 1, 1, {"cleanup.policy": "compact"}))
+            self._load_offsets()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- lock ----------------------------------------------------------------------------
+    def _acquire_lock(self) -> int:
+        path = self.state_dir / LOCK_FILE
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise TransportError(
+                    f"state dir {self.state_dir} is in use by another kctl process "
+                    f"(pid {holder}); stop it or choose another state.dir") from None
+            raise TransportError(f"cannot lock state dir {self.state_dir}: {e}") from e
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        return fd
+
+    def _load_cluster_id(self) -> str:
+        path = self.log_dir / "meta.json"
+        if path.exists():
+            return str(json.loads(path.read_text())["cluster_id"])
+        cid = f"embedded-{uuid.uuid4().hex[:16]}"
+        atomic_write(path, json.dumps({"cluster_id": cid}).encode(), fsync=self.fsync)
+        return cid
+
+    def now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    # -- topics ---------------------------------------------------------------------------
+    def _open_topic(self, name: str) -> _Topic:
+        d = self.log_dir / name
+        meta = json.loads((d / "topic.json").read_text())
+        config = meta.get("config", {})
+        compacted = "compact" in str(config.get("cleanup.policy", "delete"))
+        parts = [_Partition(name, i, d / str(i), compacted=compacted, fsync=self.fsync,
+                            segment_bytes=self.segment_bytes,
+                            min_compact_garbage=self.min_compact_garbage)
+                 for i in range(int(meta["partitions"]))]
+        topic = _Topic(name, parts, config)
+        self._topics[name] = topic
+        return topic
+
+    def create_topic(self, spec: TopicSpec, *, exist_ok: bool = True) -> None:
+        if not _TOPIC_NAME.match(spec.name) or spec.name in (".", ".."):
+            raise ConfigError(f"invalid topic name {spec.name!r}: use 1-249 of [A-Za-z0-9._-]",
+                              key="topic")
+        if spec.partitions < 1:
+            raise ConfigError(f"topic {spec.name} needs at least one partition", key="partitions")
+        with self._topics_lock:
+            if spec.name in self._topics:
+                if exist_ok:
+                    return
+                raise AlreadyExistsError(f"Topic {spec.name} already exists")
+            d = self.log_dir / spec.name
+            d.mkdir(parents=True, exist_ok=True)
+            meta = {"name": spec.name, "partitions": spec.partitions,
+                    "config": {k: str(v) for k, v in spec.config.items()}}
+            atomic_write(d / "topic.json", json.dumps(meta, indent=1).encode(), fsync=self.fsync)
+            self._open_topic(spec.name)
+        self._rebalance_groups()
+
+    def describe_topic(self, name: str) -> TopicSpec:
+        t = self._topics.get(name)
+        if t is None:
+            raise NotFoundError(f"Topic {name} does not exist")
+        return TopicSpec(name, len(t.partitions), 1, dict(t.config))
+
+    def delete_topic(self, name: str) -> None:
+        with self._topics_lock:
+            topic = self._topics.pop(name, None)
+            if topic is None:
+                raise NotFoundError(f"Topic {name} does not exist")
+            for p in topic.partitions:
+                p.close()
+            shutil.rmtree(self.log_dir / name, ignore_errors=True)
+        self._rebalance_groups()
+        self._notify()
+
+    def topics(self) -> dict[str, int]:
+        with self._topics_lock:
+            return {name: len(t.partitions) for name, t in self._topics.items()}
+
+    def partition_count(self, topic: str, *, create: bool = False) -> int:
+        t = self._topics.get(topic)
+        if t is None:
+            if not create:
+                raise NotFoundError(f"Topic {topic} does not exist")
+            self.create_topic(TopicSpec(topic, self.auto_create_partitions))
+            t = self._topics[topic]
+        return len(t.partitions)
+
+    def next_sticky(self, topic: str, partitions: int) -> int:
+        return next(self._sticky_seq) % max(partitions, 1)
+
+    def _partition(self, tp: TopicPartition) -> _Partition | None:
+        t = self._topics.get(tp.topic)
+        if t is None or not 0 <= tp.partition < len(t.partitions):
+            return None
+        return t.partitions[tp.partition]
+
+    def append(self, topic: str, partition: int,
+               items: Sequence[tuple[int, bytes | None, bytes | None, HeaderList]]) -> int:
+        p = self._partition(TopicPartition(topic, partition))
+        if p is None:
+            raise TransportError(f"unknown topic partition {topic}-{partition}")
+        base = p.append(items)
+        self._notify()
+        return base
+
+    def append_columns(self, topic: str, partition: int, timestamp: int, values: pa.Array,
+                       headers: HeaderColumns = ()) -> int:
+        """Append keyless rows given as columns (see `Producer.send_batch`)."""
+        p = self._partition(TopicPartition(topic, partition))
+        if p is None:
+            raise TransportError(f"unknown topic partition {topic}-{partition}")
+        base = p.append_columns(timestamp, values, headers)
+        self._notify()
+        return base
+
+    def end_offset(self, tp: TopicPartition) -> int:
+        p = self._partition(tp)
+        return 0 if p is None else p.next_offset
+
+    def start_offset(self, tp: TopicPartition) -> int:
+        p = self._partition(tp)
+        return 0 if p is None else p.start_offset
+
+    def compact(self, topic: str) -> None:
+        """Compact every partition of a compacted topic now (tests, tools)."""
+        t = self._topics.get(topic)
+        if t is None:
+            raise NotFoundError(f"Topic {topic} does not exist")
+        for p in t.partitions:
+            p.compact()
+        self._notify()
+
+    def _notify(self) -> None:
+        with self._cond:
+            self._seq += 1
+            self._cond.notify_all()
+
+    def _wait(self, seq: int, timeout: float) -> None:
+        with self._cond:
+            if self._seq == seq:
+                self._cond.wait(timeout)
+
+    # -- committed offsets ------------------------------------------------------------------
+    def _load_offsets(self) -> None:
+        part = self._topics[OFFSETS_TOPIC].partitions[0]
+        out: list[LogRecord] = []
+        offset, hint = 0, None
+        while True:
+            before = len(out)
+            offset, hint = part.read(offset, 100_000, hint, out)
+            if len(out) == before:
+                break
+        for r in out:
+            if r.key is None:
+                continue
+            group, topic, p = json.loads(r.key)
+            if r.value is None:
+                self._offsets.pop((group, topic, p), None)
+            else:
+                self._offsets[(group, topic, p)] = int(json.loads(r.value)["offset"])
+
+    def _commit(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+        now = self.now_ms()
+        items = [(now, _offset_key(group, tp), json.dumps({"offset": int(o)}).encode(), ())
+                 for tp, o in offsets.items()]
+        with self._offsets_lock:
+            self.append(OFFSETS_TOPIC, 0, items)
+            for tp, o in offsets.items():
+                self._offsets[(group, tp.topic, tp.partition)] = int(o)
+
+    def _delete_offsets(self, group: str, partitions: Sequence[TopicPartition]) -> None:
+        now = self.now_ms()
+        with self._offsets_lock:
+            present = [tp for tp in partitions if (group, tp.topic, tp.partition) in self._offsets]
+            if not present:
+                return
+            self.append(OFFSETS_TOPIC, 0, [(now, _offset_key(group, tp), None, ()) for tp in present])
+            for tp in present:
+                self._offsets.pop((group, tp.topic, tp.partition), None)
+
+    def _committed(self, group: str, tp: TopicPartition) -> int | None:
+        return self._offsets.get((group, tp.topic, tp.partition))
+
+    # -- groups ------------------------------------------------------------------------------
+    def _join(self, group_id: str, topics: Sequence[str],
+              assignors: Sequence[ConsumerPartitionAssignor]) -> str:
+        member = f"{group_id}-member-{next(self._member_seq):08d}"
+        handler = ConsumerHandler(member, topics, assignors, cluster=self.topics)
+        with self._groups_lock:
+            g = self._groups.setdefault(group_id, _Group(group_id))
+            offered = [m.handler.assignor_names for m in g.members.values()]
+            if select_protocol([*offered, handler.assignor_names]) is None:
+                if not g.members:
+                    del self._groups[group_id]
+                raise TransportError(
+                    f"INCONSISTENT_GROUP_PROTOCOL: consumer group {group_id!r} uses "
+                    f"{g.protocol}; this consumer's {ASSIGNMENT_STRATEGY_CONFIG} offers "
+                    f"{', '.join(handler.assignor_names)}")
+            g.members[member] = _Member(member, handler)
+            self._rebalance(g)
+        self._notify()
+        return member
+
+    def _resubscribe(self, group_id: str, member: str, topics: Sequence[str]) -> None:
+        with self._groups_lock:
+            g = self._groups[group_id]
+            handler = g.members[member].handler
+            if handler.topics == tuple(topics):
+                return  # as in Kafka: the same subscription is no reason to rebalance
+            handler.topics = tuple(topics)
+            self._rebalance(g)
+        self._notify()
+
+    def _leave(self, group_id: str, member: str) -> None:
+        with self._groups_lock:
+            g = self._groups.get(group_id)
+            if g is None:
+                return
+            g.members.pop(member, None)
+            for tp in [tp for tp, m in g.owners.items() if m == member]:
+                del g.owners[tp]
+            if g.members:
+                self._rebalance(g)
+            else:
+                del self._groups[group_id]
+        self._notify()
+
+    def _rebalance_groups(self) -> None:
+        """Topics changed: rebalance the groups whose subscribed topics' partitions changed
+        (the leader's metadata check; an eager rebalance for nothing would stop everyone)."""
+        with self._groups_lock:
+            for g in self._groups.values():
+                if self._watched(g) != g.watched:
+                    self._rebalance(g)
+        self._notify()
+
+    def _watched(self, g: _Group) -> dict[str, int]:
+        subscribed = {t for m in g.members.values() for t in m.handler.topics}
+        return {t: n for t, n in self.topics().items() if t in subscribed}
+
+    def _rebalance(self, g: _Group) -> None:
+        """Every member rejoins at once: the group runs Kafka's join and sync through each
+        member's ConsumerHandler, again while a cooperative member revoked something."""
+        for _ in range(MAX_ROUNDS_PER_REBALANCE):
+            members = list(g.members.values())
+            protocol = select_protocol([m.handler.assignor_names for m in members])
+            assert protocol is not None, "checked when the member joined"
+            g.generation += 1
+            g.protocol = protocol
+            g.watched = self._watched(g)
+            for m in members:
+                if m.handler.is_eager(protocol):  # onJoinPrepare: eager members revoke all
+                    m.assignment = frozenset()
+                    m.revoke_all_epoch += 1
+            joined = [
+                JoinMember(m.id, m.id, dict(m.handler.metadata(m.assignment, m.generation))[protocol])
+                for m in members]
+            leader = members[0]
+            assignments = leader.handler.assign(
+                leader=leader.id, protocol=protocol, generation=g.generation, members=joined,
+                now_ms=self.now_ms(), last_completed_generation=leader.generation)
+            rejoin = False
+            for m in members:
+                outcome = m.handler.on_assignment(
+                    protocol=protocol, assignment=assignments.get(m.id), owned=m.assignment,
+                    generation=g.generation, now_ms=self.now_ms())
+                m.assignment = outcome.owned
+                m.generation = g.generation
+                rejoin = rejoin or outcome.rejoin
+            if not rejoin:
+                return
+        log.warning("consumer group %s: assignor %s still revokes after %d rounds; "
+                    "stopping here", g.id, g.protocol, MAX_ROUNDS_PER_REBALANCE)
+
+    def _target(self, group_id: str, member: str) -> tuple[set[TopicPartition], int]:
+        """The member's assignment and its eager revoke-everything epoch."""
+        with self._groups_lock:
+            g = self._groups.get(group_id)
+            m = g.members.get(member) if g else None
+            if m is None:
+                return set(), 0
+            m.seen_epoch = m.revoke_all_epoch
+            return m.target(), m.revoke_all_epoch
+
+    def _claim(self, group_id: str, member: str,
+               wanted: Iterable[TopicPartition]) -> list[TopicPartition]:
+        """Take the partitions no other member still holds (their revoke callbacks ran)."""
+        with self._groups_lock:
+            g = self._groups.get(group_id)
+            if g is None:
+                return []
+            got = sorted(tp for tp in wanted if g.owners.get(tp, member) == member)
+            for tp in got:
+                g.owners[tp] = member
+            return got
+
+    def _release(self, group_id: str, member: str, partitions: Iterable[TopicPartition]) -> None:
+        with self._groups_lock:
+            g = self._groups.get(group_id)
+            if g is not None:
+                for tp in partitions:
+                    if g.owners.get(tp) == member:
+                        del g.owners[tp]
+        self._notify()
+
+    def _describe_group(self, group_id: str) -> dict[str, Any]:
+        with self._groups_lock:
+            g = self._groups.get(group_id)
+            if g is None:
+                return {"group_id": group_id, "state": "Empty", "generation": 0, "members": {}}
+            members = {}
+            for m in g.members.values():
+                owned = sorted(tp for tp, o in g.owners.items() if o == m.id)
+                members[m.id] = {"subscription": list(m.handler.topics),
+                                 "assignment": [str(tp) for tp in sorted(m.assignment)],
+                                 "owned": [str(tp) for tp in owned],
+                                 "assignors": list(m.handler.assignor_names)}
+            stable = all(m.seen_epoch == m.revoke_all_epoch
+                         and m.target() == {tp for tp, o in g.owners.items() if o == m.id}
+                         for m in g.members.values())
+            return {"group_id": group_id, "state": "Stable" if stable else "PreparingRebalance",
+                    "generation": g.generation, "protocol": g.protocol, "members": members}
+
+    # -- factory ----------------------------------------------------------------------------
+    def producer(self, config: Mapping[str, Any] | None = None) -> Producer:
+        self._check_open()
+        return EmbeddedProducer(self, config or {})
+
+    def consumer(self, group_id: str | None, config: Mapping[str, Any] | None = None) -> Consumer:
+        self._check_open()
+        return EmbeddedConsumer(self, group_id, config or {})
+
+    def admin(self) -> Admin:
+        return EmbeddedAdmin(self)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise TransportError(f"embedded log at {self.state_dir} is closed")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with self._topics_lock:
+            for t in self._topics.values():
+                for p in t.partitions:
+                    p.close()
+            self._topics = {}
+        self._notify()
+        lock_fd = getattr(self, "_lock_fd", None)
+        if lock_fd is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(lock_fd, fcntl.LOCK_UN)
+            os.close(lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> EmbeddedTransport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _offset_key(group: str, tp: TopicPartition) -> bytes:
+    return json.dumps([group, tp.topic, tp.partition], separators=(",", ":")).encode()
+

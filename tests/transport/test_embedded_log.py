@@ -727,7 +727,7 @@ def test_column_batches_are_indexed_as_a_reopen_indexes_them(tmp_path):
     """Seeks into the middle of big column batches land on the right record, and the live
     sparse index equals the one rebuilt from the files."""
     def index(t: EmbeddedTransport) -> list:
-        part = t._partition(TopicPartition("big", 0))
+        part = t.partition(TopicPartition("big", 0))
         return [(s.index_offsets, s.index_positions) for s in part.segments]
 
     with EmbeddedTransport(tmp_path, segment_bytes=1 << 20) as t:

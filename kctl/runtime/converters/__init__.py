@@ -19,6 +19,11 @@ from kctl.runtime.converters.json_converter import JSON_CONFIG_DEF, JsonConverte
 from kctl.runtime.converters.loading import CONVERTER_ALIASES, load_converter, resolve_converter
 from kctl.runtime.converters.simple import STRING_CONFIG_DEF, ByteArrayConverter, StringConverter
 
+# Users and other Connect tools see these by class name (plugin listings, DLQ headers,
+# configs): they keep the public path they have always had.
+for _cls in (JsonConverter, StringConverter, ByteArrayConverter):
+    _cls.__module__ = __name__
+
 __all__ = [
     "CONVERTER_ALIASES",
     "JSON_CONFIG_DEF",

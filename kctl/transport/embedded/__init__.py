@@ -23,8 +23,13 @@ after each rebalance, cooperative ones only what moved; a partition is handed to
 only once its old owner ran its revoke callback.
 """
 
+from kctl.transport.embedded.clients import EmbeddedAdmin, EmbeddedConsumer, EmbeddedProducer
 from kctl.transport.embedded.frames import murmur2, partition_for_key
 from kctl.transport.embedded.log import OFFSETS_TOPIC, EmbeddedTransport
+
+# Error reports (DLQ headers, traces) name these classes: they keep their public path.
+for _cls in (EmbeddedAdmin, EmbeddedConsumer, EmbeddedProducer, EmbeddedTransport):
+    _cls.__module__ = __name__
 
 __all__ = [
     "OFFSETS_TOPIC",

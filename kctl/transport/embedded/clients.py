@@ -222,9 +222,9 @@ class EmbeddedConsumer(Consumer):
             self._topics = list(topics)
             self._on_assign, self._on_revoke = on_assign, on_revoke
             if self._member_id is None:
-                self._member_id = self._t._join(self.group_id, self._topics, self._assignors)
+                self._member_id = self._t.groups.join(self.group_id, self._topics, self._assignors)
             else:
-                self._t._resubscribe(self.group_id, self._member_id, self._topics)
+                self._t.groups.resubscribe(self.group_id, self._member_id, self._topics)
 
     def assign(self, partitions: Sequence[TopicPartition]) -> None:
         with self._lock:
@@ -240,7 +240,7 @@ class EmbeddedConsumer(Consumer):
 
     def _initial_position(self, tp: TopicPartition) -> int:
         if self.group_id is not None:
-            committed = self._t._committed(self.group_id, tp)
+            committed = self._t.committed_offset(self.group_id, tp)
             if committed is not None:
                 return committed
         if self._reset == "latest":
@@ -255,7 +255,7 @@ class EmbeddedConsumer(Consumer):
         eager rebalance), then claim what is free."""
         if self._member_id is None or self.group_id is None:
             return
-        target, epoch = self._t._target(self.group_id, self._member_id)
+        target, epoch = self._t.groups.target(self.group_id, self._member_id)
         current = set(self._fetch)
         if epoch != self._revoke_all_epoch:
             self._revoke_all_epoch = epoch
@@ -270,8 +270,8 @@ class EmbeddedConsumer(Consumer):
                 for tp in revoked:
                     self._fetch.pop(tp, None)
                     self._paused.discard(tp)
-                self._t._release(self.group_id, self._member_id, revoked)
-        gained = self._t._claim(self.group_id, self._member_id, target - set(self._fetch))
+                self._t.groups.release(self.group_id, self._member_id, revoked)
+        gained = self._t.groups.claim(self.group_id, self._member_id, target - set(self._fetch))
         if gained:
             for tp in gained:
                 self._fetch[tp] = _Fetch(self._initial_position(tp))
@@ -290,7 +290,7 @@ class EmbeddedConsumer(Consumer):
         with self._lock:
             self._check_open()
             while True:
-                seq = self._t._seq
+                seq = self._t.data_seq
                 self._sync_group()
                 out = read()
                 if out:
@@ -298,7 +298,7 @@ class EmbeddedConsumer(Consumer):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return out
-                self._t._wait(seq, remaining)
+                self._t.wait_for_data(seq, remaining)
 
     def _turn(self) -> list[tuple[TopicPartition, _Partition, _Fetch]]:
         """The fetchable partitions, starting at the next one each poll (round robin)."""
@@ -308,7 +308,7 @@ class EmbeddedConsumer(Consumer):
         self._rr = (self._rr + 1) % len(parts)
         out = []
         for tp in parts[self._rr:] + parts[:self._rr]:
-            partition = self._t._partition(tp)
+            partition = self._t.partition(tp)
             if partition is not None:
                 out.append((tp, partition, self._fetch[tp]))
         return out
@@ -350,13 +350,13 @@ class EmbeddedConsumer(Consumer):
     def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         if self.group_id is None:
             return {tp: None for tp in partitions}
-        return {tp: self._t._committed(self.group_id, tp) for tp in partitions}
+        return {tp: self._t.committed_offset(self.group_id, tp) for tp in partitions}
 
     def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         if self.group_id is None:
             raise TransportError("cannot commit offsets without a group id")
         if offsets:
-            self._t._commit(self.group_id, offsets)
+            self._t.commit_offsets(self.group_id, offsets)
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         with self._lock:
@@ -379,7 +379,7 @@ class EmbeddedConsumer(Consumer):
                 return
             self._closed = True
             if self._member_id is not None and self.group_id is not None:
-                self._t._leave(self.group_id, self._member_id)
+                self._t.groups.leave(self.group_id, self._member_id)
             self._fetch = {}
 
     def _check_open(self) -> None:
@@ -406,8 +406,8 @@ class EmbeddedAdmin(Admin):
             self._t.delete_topic(name)
 
     def describe_groups(self, group_ids: Sequence[str]) -> dict[str, Any]:
-        return {g: self._t._describe_group(g) for g in group_ids}
+        return {g: self._t.groups.describe(g) for g in group_ids}
 
     def delete_group_offsets(self, group_id: str, partitions: Sequence[TopicPartition]) -> None:
-        self._t._delete_offsets(group_id, partitions)
+        self._t.delete_offsets(group_id, partitions)
 

@@ -16,19 +16,13 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kctl.api.records import TopicPartition
 from kctl.durable import atomic_write
 from kctl.errors import AlreadyExistsError, ConfigError, NotFoundError, TransportError
-from kctl.group.assignors.consumer import ConsumerPartitionAssignor
-from kctl.group.consumer_coordinator import (
-    ASSIGNMENT_STRATEGY_CONFIG,
-    ConsumerHandler,
-)
-from kctl.group.protocol import JoinMember, select_protocol
 from kctl.transport.base import (
     Admin,
     Consumer,
@@ -44,7 +38,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 from kctl.transport.embedded.clients import EmbeddedAdmin, EmbeddedConsumer, EmbeddedProducer
-from kctl.transport.embedded.groups import MAX_ROUNDS_PER_REBALANCE, _Group, _Member
+from kctl.transport.embedded.groups import EmbeddedGroups
 from kctl.transport.embedded.segments import SEGMENT_BYTES, _Partition, _Topic
 
 log = logging.getLogger(__name__)
@@ -84,9 +78,7 @@ class EmbeddedTransport(Transport):
         self._topics: dict[str, _Topic] = {}
         self._cond = threading.Condition(threading.Lock())
         self._seq = 0
-        self._groups_lock = threading.RLock()
-        self._groups: dict[str, _Group] = {}
-        self._member_seq = itertools.count()
+        self.groups = EmbeddedGroups(self.topics, self.now_ms, self.notify)
         self._sticky_seq = itertools.count()
         self._offsets_lock = threading.Lock()
         self._offsets: dict[tuple[str, str, int], int] = {}
@@ -163,7 +155,7 @@ class EmbeddedTransport(Transport):
                     "config": {k: str(v) for k, v in spec.config.items()}}
             atomic_write(d / "topic.json", json.dumps(meta, indent=1).encode(), fsync=self.fsync)
             self._open_topic(spec.name)
-        self._rebalance_groups()
+        self.groups.rebalance_for_topics()
 
     def describe_topic(self, name: str) -> TopicSpec:
         t = self._topics.get(name)
@@ -179,8 +171,8 @@ class EmbeddedTransport(Transport):
             for p in topic.partitions:
                 p.close()
             shutil.rmtree(self.log_dir / name, ignore_errors=True)
-        self._rebalance_groups()
-        self._notify()
+        self.groups.rebalance_for_topics()
+        self.notify()
 
     def topics(self) -> dict[str, int]:
         with self._topics_lock:
@@ -198,7 +190,7 @@ class EmbeddedTransport(Transport):
     def next_sticky(self, topic: str, partitions: int) -> int:
         return next(self._sticky_seq) % max(partitions, 1)
 
-    def _partition(self, tp: TopicPartition) -> _Partition | None:
+    def partition(self, tp: TopicPartition) -> _Partition | None:
         t = self._topics.get(tp.topic)
         if t is None or not 0 <= tp.partition < len(t.partitions):
             return None
@@ -206,29 +198,29 @@ class EmbeddedTransport(Transport):
 
     def append(self, topic: str, partition: int,
                items: Sequence[tuple[int, bytes | None, bytes | None, HeaderList]]) -> int:
-        p = self._partition(TopicPartition(topic, partition))
+        p = self.partition(TopicPartition(topic, partition))
         if p is None:
             raise TransportError(f"unknown topic partition {topic}-{partition}")
         base = p.append(items)
-        self._notify()
+        self.notify()
         return base
 
     def append_columns(self, topic: str, partition: int, timestamp: int, values: pa.Array,
                        headers: HeaderColumns = ()) -> int:
         """Append keyless rows given as columns (see `Producer.send_batch`)."""
-        p = self._partition(TopicPartition(topic, partition))
+        p = self.partition(TopicPartition(topic, partition))
         if p is None:
             raise TransportError(f"unknown topic partition {topic}-{partition}")
         base = p.append_columns(timestamp, values, headers)
-        self._notify()
+        self.notify()
         return base
 
     def end_offset(self, tp: TopicPartition) -> int:
-        p = self._partition(tp)
+        p = self.partition(tp)
         return 0 if p is None else p.next_offset
 
     def start_offset(self, tp: TopicPartition) -> int:
-        p = self._partition(tp)
+        p = self.partition(tp)
         return 0 if p is None else p.start_offset
 
     def compact(self, topic: str) -> None:
@@ -238,14 +230,20 @@ class EmbeddedTransport(Transport):
             raise NotFoundError(f"Topic {topic} does not exist")
         for p in t.partitions:
             p.compact()
-        self._notify()
+        self.notify()
 
-    def _notify(self) -> None:
+    def notify(self) -> None:
         with self._cond:
             self._seq += 1
             self._cond.notify_all()
 
-    def _wait(self, seq: int, timeout: float) -> None:
+    @property
+    def data_seq(self) -> int:
+        """Bumped whenever records are appended or groups change: a consumer waits for it
+        to move (`wait_for_data`) instead of polling in a loop."""
+        return self._seq
+
+    def wait_for_data(self, seq: int, timeout: float) -> None:
         with self._cond:
             if self._seq == seq:
                 self._cond.wait(timeout)
@@ -269,7 +267,7 @@ class EmbeddedTransport(Transport):
             else:
                 self._offsets[(group, topic, p)] = int(json.loads(r.value)["offset"])
 
-    def _commit(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+    def commit_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
         now = self.now_ms()
         items = [(now, _offset_key(group, tp), json.dumps({"offset": int(o)}).encode(), ())
                  for tp, o in offsets.items()]
@@ -278,7 +276,7 @@ class EmbeddedTransport(Transport):
             for tp, o in offsets.items():
                 self._offsets[(group, tp.topic, tp.partition)] = int(o)
 
-    def _delete_offsets(self, group: str, partitions: Sequence[TopicPartition]) -> None:
+    def delete_offsets(self, group: str, partitions: Sequence[TopicPartition]) -> None:
         now = self.now_ms()
         with self._offsets_lock:
             present = [tp for tp in partitions if (group, tp.topic, tp.partition) in self._offsets]
@@ -288,149 +286,10 @@ class EmbeddedTransport(Transport):
             for tp in present:
                 self._offsets.pop((group, tp.topic, tp.partition), None)
 
-    def _committed(self, group: str, tp: TopicPartition) -> int | None:
+    def committed_offset(self, group: str, tp: TopicPartition) -> int | None:
         return self._offsets.get((group, tp.topic, tp.partition))
 
     # -- groups ------------------------------------------------------------------------------
-    def _join(self, group_id: str, topics: Sequence[str],
-              assignors: Sequence[ConsumerPartitionAssignor]) -> str:
-        member = f"{group_id}-member-{next(self._member_seq):08d}"
-        handler = ConsumerHandler(member, topics, assignors, cluster=self.topics)
-        with self._groups_lock:
-            g = self._groups.setdefault(group_id, _Group(group_id))
-            offered = [m.handler.assignor_names for m in g.members.values()]
-            if select_protocol([*offered, handler.assignor_names]) is None:
-                if not g.members:
-                    del self._groups[group_id]
-                raise TransportError(
-                    f"INCONSISTENT_GROUP_PROTOCOL: consumer group {group_id!r} uses "
-                    f"{g.protocol}; this consumer's {ASSIGNMENT_STRATEGY_CONFIG} offers "
-                    f"{', '.join(handler.assignor_names)}")
-            g.members[member] = _Member(member, handler)
-            self._rebalance(g)
-        self._notify()
-        return member
-
-    def _resubscribe(self, group_id: str, member: str, topics: Sequence[str]) -> None:
-        with self._groups_lock:
-            g = self._groups[group_id]
-            handler = g.members[member].handler
-            if handler.topics == tuple(topics):
-                return  # as in Kafka: the same subscription is no reason to rebalance
-            handler.topics = tuple(topics)
-            self._rebalance(g)
-        self._notify()
-
-    def _leave(self, group_id: str, member: str) -> None:
-        with self._groups_lock:
-            g = self._groups.get(group_id)
-            if g is None:
-                return
-            g.members.pop(member, None)
-            for tp in [tp for tp, m in g.owners.items() if m == member]:
-                del g.owners[tp]
-            if g.members:
-                self._rebalance(g)
-            else:
-                del self._groups[group_id]
-        self._notify()
-
-    def _rebalance_groups(self) -> None:
-        """Topics changed: rebalance the groups whose subscribed topics' partitions changed
-        (the leader's metadata check; an eager rebalance for nothing would stop everyone)."""
-        with self._groups_lock:
-            for g in self._groups.values():
-                if self._watched(g) != g.watched:
-                    self._rebalance(g)
-        self._notify()
-
-    def _watched(self, g: _Group) -> dict[str, int]:
-        subscribed = {t for m in g.members.values() for t in m.handler.topics}
-        return {t: n for t, n in self.topics().items() if t in subscribed}
-
-    def _rebalance(self, g: _Group) -> None:
-        """Every member rejoins at once: the group runs Kafka's join and sync through each
-        member's ConsumerHandler, again while a cooperative member revoked something."""
-        for _ in range(MAX_ROUNDS_PER_REBALANCE):
-            members = list(g.members.values())
-            protocol = select_protocol([m.handler.assignor_names for m in members])
-            assert protocol is not None, "checked when the member joined"
-            g.generation += 1
-            g.protocol = protocol
-            g.watched = self._watched(g)
-            for m in members:
-                if m.handler.is_eager(protocol):  # onJoinPrepare: eager members revoke all
-                    m.assignment = frozenset()
-                    m.revoke_all_epoch += 1
-            joined = [
-                JoinMember(m.id, m.id, dict(m.handler.metadata(m.assignment, m.generation))[protocol])
-                for m in members]
-            leader = members[0]
-            assignments = leader.handler.assign(
-                leader=leader.id, protocol=protocol, generation=g.generation, members=joined,
-                now_ms=self.now_ms(), last_completed_generation=leader.generation)
-            rejoin = False
-            for m in members:
-                outcome = m.handler.on_assignment(
-                    protocol=protocol, assignment=assignments.get(m.id), owned=m.assignment,
-                    generation=g.generation, now_ms=self.now_ms())
-                m.assignment = outcome.owned
-                m.generation = g.generation
-                rejoin = rejoin or outcome.rejoin
-            if not rejoin:
-                return
-        log.warning("consumer group %s: assignor %s still revokes after %d rounds; "
-                    "stopping here", g.id, g.protocol, MAX_ROUNDS_PER_REBALANCE)
-
-    def _target(self, group_id: str, member: str) -> tuple[set[TopicPartition], int]:
-        """The member's assignment and its eager revoke-everything epoch."""
-        with self._groups_lock:
-            g = self._groups.get(group_id)
-            m = g.members.get(member) if g else None
-            if m is None:
-                return set(), 0
-            m.seen_epoch = m.revoke_all_epoch
-            return m.target(), m.revoke_all_epoch
-
-    def _claim(self, group_id: str, member: str,
-               wanted: Iterable[TopicPartition]) -> list[TopicPartition]:
-        """Take the partitions no other member still holds (their revoke callbacks ran)."""
-        with self._groups_lock:
-            g = self._groups.get(group_id)
-            if g is None:
-                return []
-            got = sorted(tp for tp in wanted if g.owners.get(tp, member) == member)
-            for tp in got:
-                g.owners[tp] = member
-            return got
-
-    def _release(self, group_id: str, member: str, partitions: Iterable[TopicPartition]) -> None:
-        with self._groups_lock:
-            g = self._groups.get(group_id)
-            if g is not None:
-                for tp in partitions:
-                    if g.owners.get(tp) == member:
-                        del g.owners[tp]
-        self._notify()
-
-    def _describe_group(self, group_id: str) -> dict[str, Any]:
-        with self._groups_lock:
-            g = self._groups.get(group_id)
-            if g is None:
-                return {"group_id": group_id, "state": "Empty", "generation": 0, "members": {}}
-            members = {}
-            for m in g.members.values():
-                owned = sorted(tp for tp, o in g.owners.items() if o == m.id)
-                members[m.id] = {"subscription": list(m.handler.topics),
-                                 "assignment": [str(tp) for tp in sorted(m.assignment)],
-                                 "owned": [str(tp) for tp in owned],
-                                 "assignors": list(m.handler.assignor_names)}
-            stable = all(m.seen_epoch == m.revoke_all_epoch
-                         and m.target() == {tp for tp, o in g.owners.items() if o == m.id}
-                         for m in g.members.values())
-            return {"group_id": group_id, "state": "Stable" if stable else "PreparingRebalance",
-                    "generation": g.generation, "protocol": g.protocol, "members": members}
-
     # -- factory ----------------------------------------------------------------------------
     def producer(self, config: Mapping[str, Any] | None = None) -> Producer:
         self._check_open()
@@ -456,7 +315,7 @@ class EmbeddedTransport(Transport):
                 for p in t.partitions:
                     p.close()
             self._topics = {}
-        self._notify()
+        self.notify()
         lock_fd = getattr(self, "_lock_fd", None)
         if lock_fd is not None:
             with contextlib.suppress(OSError):

@@ -442,10 +442,39 @@ def dlq_replay(name: str, to: str = typer.Option(None, "--to",
     console.print(f"{data['replayed']} record(s) replayed", highlight=False, markup=False)
 
 
+GLOBAL_FLAGS = frozenset({"--debug"})
+GLOBAL_VALUED = frozenset({"--url"})
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """Move `--url X` / `--url=X` / `--debug` before the subcommand, as kubectl accepts them.
+
+    Click binds options to the command they follow, so `kctl connector list --url U` would
+    be "No such option". Nothing after `--` is touched.
+    """
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            rest.extend(args[i:])
+            break
+        if a in GLOBAL_FLAGS or (a.split("=", 1)[0] in GLOBAL_VALUED and "=" in a):
+            front.append(a)
+        elif a in GLOBAL_VALUED and i + 1 < len(args):
+            front.extend(args[i:i + 2])
+            i += 1
+        else:
+            rest.append(a)
+        i += 1
+    return front + rest
+
+
 def main() -> None:
     """The `kctl` console script: an unexpected exception is still one line without --debug."""
     try:
-        app()
+        app(args=hoist_global_options(sys.argv[1:]), prog_name="kctl")
     except Exception as e:  # a kctl bug, not a user error; --debug shows where
         if state.debug:
             raise

@@ -19,14 +19,36 @@ STATE_STYLE = {"RUNNING": "green", "FAILED": "bold red", "PAUSED": "yellow",
                "STOPPED": "yellow", "UNASSIGNED": "dim", "RESTARTING": "cyan"}
 
 
-def dump(data: Any, fmt: str, console: Console) -> bool:
-    """Print json/yaml; returns False when the caller should render a table."""
+class _YamlDumper(yaml.SafeDumper):
+    """Multi-line strings (stack traces) as literal blocks, so their indentation reads as is."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_YamlDumper.add_representer(str, _represent_str)
+
+
+def machine_text(data: Any, fmt: str) -> str:
+    """JSON or YAML exactly as a program reads it: never wrapped at a width, never coloured."""
     if fmt == "json":
-        console.print_json(json.dumps(data))
-        return True
-    if fmt == "yaml":
-        console.print(yaml.safe_dump(data, sort_keys=False).rstrip(), highlight=False,
-                      markup=False)
+        return json.dumps(data, indent=2, ensure_ascii=False)
+    return yaml.dump(data, Dumper=_YamlDumper, sort_keys=False, allow_unicode=True,
+                     width=float("inf")).rstrip()
+
+
+def dump(data: Any, fmt: str, console: Console) -> bool:
+    """Print json/yaml; returns False when the caller should render a table.
+
+    The text goes to the console's file directly: rich would wrap it at the terminal width
+    (80 columns when piped), which breaks a long YAML value into lines that do not parse.
+    """
+    if fmt in ("json", "yaml"):
+        out = console.file
+        out.write(machine_text(data, fmt) + "\n")
+        out.flush()
         return True
     return False
 

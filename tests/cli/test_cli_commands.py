@@ -347,3 +347,16 @@ def test_create_wait_on_a_connector_whose_task_fails_exits_1_with_the_trace(kctl
     assert "PermissionError: no access" in r.stdout  # the trace, in the status table
     assert r.stderr.strip() == "error: connector doomed FAILED"
     assert worker.herder.connector_status("doomed").tasks[0].state is State.FAILED
+
+
+def test_machine_output_is_never_wrapped_and_keeps_trace_indentation(kctl, worker):
+    long_path = "/data/" + "x" * 184
+    kctl.ok("connector", "create", source_file(kctl, "longpath", path=long_path))
+    text = kctl.ok("connector", "config", "longpath", "-o", "yaml")
+    assert yaml.safe_load(text)["path"] == long_path
+    assert json.loads(kctl.ok("connector", "config", "longpath", "-o", "json"))["path"] == long_path
+    assert "\x1b[" not in text
+
+    from kctl.cli.render import machine_text
+    trace = "Traceback:\n  File 'x', line 1\n    boom()\nValueError: boom"
+    assert yaml.safe_load(machine_text({"trace": trace}, "yaml")) == {"trace": trace}

@@ -124,12 +124,12 @@ def read_input(file: str) -> tuple[str, str]:
 
 def parse_input(text: str, source: str) -> Any:
     """YAML (so JSON too), or Java .properties by the file's suffix."""
-    from kctl.runtime.worker_config import describe_yaml_error, parse_properties
+    from kctl.runtime.worker_config import describe_yaml_error, load_yaml, parse_properties
 
     if source.endswith(".properties"):
         return parse_properties(text)
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text)
     except yaml.YAMLError as e:
         raise fail(f"{source}: not valid YAML or JSON: {describe_yaml_error(e)}", 2) from None
 

@@ -360,3 +360,15 @@ def test_machine_output_is_never_wrapped_and_keeps_trace_indentation(kctl, worke
     from kctl.cli.render import machine_text
     trace = "Traceback:\n  File 'x', line 1\n    boom()\nValueError: boom"
     assert yaml.safe_load(machine_text({"trace": trace}, "yaml")) == {"trace": trace}
+
+
+def test_duplicate_key_in_a_connector_file_is_an_error_naming_key_and_line(kctl, tmp_path):
+    text = f"name: dup\nconnector.class: {SOURCE}\ntopic: a\ncount: 3\ntopic: b\n"
+    r = kctl("connector", "create", kctl.file("dup.yaml", text))
+    assert r.exit_code != 0
+    assert "duplicate key 'topic'" in r.output and "line 5" in r.output and "line 3" in r.output
+
+    from kctl.errors import ConfigError
+    from kctl.runtime.connector_config import load_connector_file
+    with pytest.raises(ConfigError, match=r"duplicate key 'topic' \(first given at line 3\)"):
+        load_connector_file(str(tmp_path / "dup.yaml"))

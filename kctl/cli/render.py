@@ -34,7 +34,8 @@ _YamlDumper.add_representer(str, _represent_str)
 def machine_text(data: Any, fmt: str) -> str:
     """JSON or YAML exactly as a program reads it: never wrapped at a width, never coloured."""
     if fmt == "json":
-        return json.dumps(data, indent=2, ensure_ascii=False)
+        # json escapes C0 controls itself; DEL and C1 (0x9b is a CSI) only with ensure_ascii
+        return json.dumps(data, indent=2, ensure_ascii=False).translate(_JSON_CONTROL)
     return yaml.dump(data, Dumper=_YamlDumper, sort_keys=False, allow_unicode=True,
                      width=float("inf")).rstrip()
 
@@ -53,11 +54,23 @@ def dump(data: Any, fmt: str, console: Console) -> bool:
     return False
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F) if c not in (0x09, 0x0A)}
+_CONTROL.update({c: f"\\x{c:02x}" for c in range(0x80, 0xA0)})
+
+
+_JSON_CONTROL = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0))}
+
+
+def escape_control(text: str) -> str:
+    """Control bytes (ESC, NUL, ...) as `\\xNN`: a payload must not drive the user's terminal."""
+    return text.translate(_CONTROL)
+
+
 def cell(value: Any) -> Text:
-    """A table cell: styled Text as given, anything else as literal text."""
+    """A table cell: styled Text as given, anything else as literal text, controls escaped."""
     if isinstance(value, Text):
         return value
-    return Text("" if value is None else str(value))
+    return Text("" if value is None else escape_control(str(value)))
 
 
 def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> Table:

@@ -372,3 +372,24 @@ def test_duplicate_key_in_a_connector_file_is_an_error_naming_key_and_line(kctl,
     from kctl.runtime.connector_config import load_connector_file
     with pytest.raises(ConfigError, match=r"duplicate key 'topic' \(first given at line 3\)"):
         load_connector_file(str(tmp_path / "dup.yaml"))
+
+
+def test_table_cells_escape_control_characters():
+    from rich.console import Console
+
+    from kctl.cli import render
+    console = Console(record=True, width=200, force_terminal=False)
+    console.print(render.table(["value"], [["a\x1b[2Jb\x00c\x9bd"]]))
+    text = console.export_text()
+    assert "a\\x1b[2Jb\\x00c\\x9bd" in text
+    assert not any(ch in text for ch in "\x1b\x00\x9b")
+    assert render.escape_control("tab\tand\nnewline stay") == "tab\tand\nnewline stay"
+
+
+def test_machine_output_escapes_control_characters():
+    from kctl.cli.render import machine_text
+    data = {"value": "a\x1b[2Jb\x00c\x9bd\x7f", "é": "ü"}
+    for fmt in ("json", "yaml"):
+        text = machine_text(data, fmt)
+        assert not any(ch in text for ch in "\x1b\x00\x9b\x7f"), (fmt, text)
+        assert (json.loads(text) if fmt == "json" else yaml.safe_load(text)) == data

@@ -87,13 +87,20 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-def run(fn: Any) -> Any:
-    """Call fn; turn REST and config errors into one line and an exit code."""
+def run(fn: Any, hints: dict[str, str] | None = None) -> Any:
+    """Call fn; turn REST and config errors into one line and an exit code.
+
+    hints: when the worker's message contains a key, the line to show instead of its
+    REST-worded advice, naming the kctl command that resolves it.
+    """
     try:
         return fn()
     except ClientError as e:
         if state.debug:
             raise
+        for needle, hint in (hints or {}).items():
+            if e.status in (400, 409) and needle in str(e):
+                raise fail(hint, 2) from None
         if e.status == 400 and isinstance(e.body, dict) and e.body.get("errors"):
             err_console.print(render.validation_table(e.body["errors"]))
             raise fail(e.args[0].splitlines()[0], 2) from None
@@ -379,19 +386,26 @@ def offsets_get(name: str, output: Output = OutputOpt) -> None:
                                     for o in data["offsets"])))
 
 
+def _stop_first(name: str) -> str:
+    return (f"connector {name} must be STOPPED before its offsets change: "
+            f"run `kctl connector stop {name}` first")
+
+
 @offsets_app.command("set")
 def offsets_set(name: str, file: str = typer.Argument(
         ..., help='JSON/YAML {"offsets": [{"partition": ..., "offset": ...}]} or - for stdin')) -> None:
     """Alter offsets of a STOPPED connector."""
     body = load_offsets(file)
-    data = run(lambda: client().patch(f"/connectors/{name}/offsets", json=body))
+    data = run(lambda: client().patch(f"/connectors/{name}/offsets", json=body),
+               hints={"STOPPED state": _stop_first(name)})
     console.print(data["message"], highlight=False, markup=False)
 
 
 @offsets_app.command("reset")
 def offsets_reset(name: str) -> None:
     """Forget all offsets of a STOPPED connector."""
-    data = run(lambda: client().delete(f"/connectors/{name}/offsets"))
+    data = run(lambda: client().delete(f"/connectors/{name}/offsets"),
+               hints={"STOPPED state": _stop_first(name)})
     console.print(data["message"], highlight=False, markup=False)
 
 

@@ -149,6 +149,7 @@ def test_pause_resume_stop_offsets_and_delete(kctl, worker):
 
     r = kctl("connector", "offsets", "reset", "life")
     assert r.exit_code == 2 and "STOPPED" in r.stderr  # only a stopped connector
+    assert "`kctl connector stop life`" in r.stderr and "'PUT' request" not in r.stderr
 
     kctl.ok("connector", "stop", "life")
     wait_until(lambda: worker.herder.connector_status("life").state is State.STOPPED)

@@ -89,13 +89,20 @@ def fail(message: str, code: ExitStatus = ExitStatus.ERROR) -> typer.Exit:
     return typer.Exit(code)
 
 
-def run(fn: Any) -> Any:
-    """Call fn; turn REST and config errors into one line and an exit code."""
+def run(fn: Any, hints: dict[str, str] | None = None) -> Any:
+    """Call fn; turn REST and config errors into one line and an exit code.
+
+    hints: when the worker's message contains a key, the line to show instead of its
+    REST-worded advice, naming the kctl command that resolves it.
+    """
     try:
         return fn()
     except ClientError as e:
         if state.debug:
             raise
+        for needle, hint in (hints or {}).items():
+            if e.status in (400, 409) and needle in str(e):
+                raise fail(hint, 2) from None
         if e.status == 400 and isinstance(e.body, dict) and e.body.get("errors"):
             err_console.print(render.validation_table(e.body["errors"]))
             raise fail(e.args[0].splitlines()[0], ExitStatus.USAGE) from None
@@ -127,12 +134,12 @@ def read_input(file: str) -> tuple[str, str]:
 
 def parse_input(text: str, source: str) -> Any:
     """YAML (so JSON too), or Java .properties by the file's suffix."""
-    from kctl.runtime.worker_config import describe_yaml_error, parse_properties
+    from kctl.runtime.worker_config import describe_yaml_error, load_yaml, parse_properties
 
     if source.endswith(".properties"):
         return parse_properties(text)
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text)
     except yaml.YAMLError as e:
         raise fail(f"{source}: not valid YAML or JSON: {describe_yaml_error(e)}", ExitStatus.USAGE) from None
 
@@ -384,19 +391,26 @@ def offsets_get(name: str, output: Output = OutputOpt) -> None:
                                     for o in data["offsets"])))
 
 
+def _stop_first(name: str) -> str:
+    return (f"connector {name} must be STOPPED before its offsets change: "
+            f"run `kctl connector stop {name}` first")
+
+
 @offsets_app.command("set")
 def offsets_set(name: str, file: str = typer.Argument(
         ..., help='JSON/YAML {"offsets": [{"partition": ..., "offset": ...}]} or - for stdin')) -> None:
     """Alter offsets of a STOPPED connector."""
     body = load_offsets(file)
-    data = run(lambda: client().patch(f"/connectors/{name}/offsets", json=body))
+    data = run(lambda: client().patch(f"/connectors/{name}/offsets", json=body),
+               hints={"STOPPED state": _stop_first(name)})
     console.print(data["message"], highlight=False, markup=False)
 
 
 @offsets_app.command("reset")
 def offsets_reset(name: str) -> None:
     """Forget all offsets of a STOPPED connector."""
-    data = run(lambda: client().delete(f"/connectors/{name}/offsets"))
+    data = run(lambda: client().delete(f"/connectors/{name}/offsets"),
+               hints={"STOPPED state": _stop_first(name)})
     console.print(data["message"], highlight=False, markup=False)
 
 
@@ -447,10 +461,39 @@ def dlq_replay(name: str, to: str = typer.Option(None, "--to",
     console.print(f"{data['replayed']} record(s) replayed", highlight=False, markup=False)
 
 
+GLOBAL_FLAGS = frozenset({"--debug"})
+GLOBAL_VALUED = frozenset({"--url"})
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """Move `--url X` / `--url=X` / `--debug` before the subcommand, as kubectl accepts them.
+
+    Click binds options to the command they follow, so `kctl connector list --url U` would
+    be "No such option". Nothing after `--` is touched.
+    """
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            rest.extend(args[i:])
+            break
+        if a in GLOBAL_FLAGS or (a.split("=", 1)[0] in GLOBAL_VALUED and "=" in a):
+            front.append(a)
+        elif a in GLOBAL_VALUED and i + 1 < len(args):
+            front.extend(args[i:i + 2])
+            i += 1
+        else:
+            rest.append(a)
+        i += 1
+    return front + rest
+
+
 def main() -> None:
     """The `kctl` console script: an unexpected exception is still one line without --debug."""
     try:
-        app()
+        app(args=hoist_global_options(sys.argv[1:]), prog_name="kctl")
     except Exception as e:  # a kctl bug, not a user error; --debug shows where
         if state.debug:
             raise

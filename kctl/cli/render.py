@@ -19,23 +19,58 @@ STATE_STYLE = {"RUNNING": "green", "FAILED": "bold red", "PAUSED": "yellow",
                "STOPPED": "yellow", "UNASSIGNED": "dim", "RESTARTING": "cyan"}
 
 
-def dump(data: Any, fmt: str, console: Console) -> bool:
-    """Print json/yaml; returns False when the caller should render a table."""
+class _YamlDumper(yaml.SafeDumper):
+    """Multi-line strings (stack traces) as literal blocks, so their indentation reads as is."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_YamlDumper.add_representer(str, _represent_str)
+
+
+def machine_text(data: Any, fmt: str) -> str:
+    """JSON or YAML exactly as a program reads it: never wrapped at a width, never coloured."""
     if fmt == "json":
-        console.print_json(json.dumps(data))
-        return True
-    if fmt == "yaml":
-        console.print(yaml.safe_dump(data, sort_keys=False).rstrip(), highlight=False,
-                      markup=False)
+        # json escapes C0 controls itself; DEL and C1 (0x9b is a CSI) only with ensure_ascii
+        return json.dumps(data, indent=2, ensure_ascii=False).translate(_JSON_CONTROL)
+    return yaml.dump(data, Dumper=_YamlDumper, sort_keys=False, allow_unicode=True,
+                     width=float("inf")).rstrip()
+
+
+def dump(data: Any, fmt: str, console: Console) -> bool:
+    """Print json/yaml; returns False when the caller should render a table.
+
+    The text goes to the console's file directly: rich would wrap it at the terminal width
+    (80 columns when piped), which breaks a long YAML value into lines that do not parse.
+    """
+    if fmt in ("json", "yaml"):
+        out = console.file
+        out.write(machine_text(data, fmt) + "\n")
+        out.flush()
         return True
     return False
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F) if c not in (0x09, 0x0A)}
+_CONTROL.update({c: f"\\x{c:02x}" for c in range(0x80, 0xA0)})
+
+
+_JSON_CONTROL = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0))}
+
+
+def escape_control(text: str) -> str:
+    """Control bytes (ESC, NUL, ...) as `\\xNN`: a payload must not drive the user's terminal."""
+    return text.translate(_CONTROL)
+
+
 def cell(value: Any) -> Text:
-    """A table cell: styled Text as given, anything else as literal text."""
+    """A table cell: styled Text as given, anything else as literal text, controls escaped."""
     if isinstance(value, Text):
         return value
-    return Text("" if value is None else str(value))
+    return Text("" if value is None else escape_control(str(value)))
 
 
 def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> Table:

@@ -141,14 +141,19 @@ def load_connector_file(path: str) -> tuple[str, dict[str, str]]:
 
     import yaml
 
-    from kctl.runtime.worker_config import describe_yaml_error, parse_properties, read_text_file
+    from kctl.runtime.worker_config import (
+        describe_yaml_error,
+        load_yaml,
+        parse_properties,
+        read_text_file,
+    )
 
     p = Path(path)
     text = read_text_file(p, "connector file")
     if p.suffix == ".properties":
         return parse_connector_document(parse_properties(text), str(p))
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as e:
         raise ConfigError(f"{p}: not valid YAML or JSON: {describe_yaml_error(e)}",
                           source=str(p)) from e

@@ -125,6 +125,28 @@ def parse_properties(text: str) -> dict[str, str]:
     return props
 
 
+class StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if isinstance(key, str | int | float | bool) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first given at line {seen[key]})",
+                    key_node.start_mark)
+            if isinstance(key, str | int | float | bool):
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str) -> Any:
+    """YAML (so JSON too) where a duplicate key is an error naming the key and its line."""
+    return yaml.load(text, Loader=StrictLoader)
+
+
 def describe_yaml_error(error: yaml.YAMLError) -> str:
     """PyYAML's message on one line (it spans several, with a caret drawing), plus where."""
     if isinstance(error, yaml.MarkedYAMLError):
@@ -154,7 +176,7 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     if p.suffix in (".properties", ".conf"):
         return parse_properties(text)
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as e:
         raise ConfigError(f"{p}: not valid YAML: {describe_yaml_error(e)}", source=str(p)) from e
     if data is None:

@@ -149,6 +149,7 @@ def test_pause_resume_stop_offsets_and_delete(kctl, worker):
 
     r = kctl("connector", "offsets", "reset", "life")
     assert r.exit_code == 2 and "STOPPED" in r.stderr  # only a stopped connector
+    assert "`kctl connector stop life`" in r.stderr and "'PUT' request" not in r.stderr
 
     kctl.ok("connector", "stop", "life")
     wait_until(lambda: worker.herder.connector_status("life").state is State.STOPPED)
@@ -347,3 +348,49 @@ def test_create_wait_on_a_connector_whose_task_fails_exits_1_with_the_trace(kctl
     assert "PermissionError: no access" in r.stdout  # the trace, in the status table
     assert r.stderr.strip() == "error: connector doomed FAILED"
     assert worker.herder.connector_status("doomed").tasks[0].state is State.FAILED
+
+
+def test_machine_output_is_never_wrapped_and_keeps_trace_indentation(kctl, worker):
+    long_path = "/data/" + "x" * 184
+    kctl.ok("connector", "create", source_file(kctl, "longpath", path=long_path))
+    text = kctl.ok("connector", "config", "longpath", "-o", "yaml")
+    assert yaml.safe_load(text)["path"] == long_path
+    assert json.loads(kctl.ok("connector", "config", "longpath", "-o", "json"))["path"] == long_path
+    assert "\x1b[" not in text
+
+    from kctl.cli.render import machine_text
+    trace = "Traceback:\n  File 'x', line 1\n    boom()\nValueError: boom"
+    assert yaml.safe_load(machine_text({"trace": trace}, "yaml")) == {"trace": trace}
+
+
+def test_duplicate_key_in_a_connector_file_is_an_error_naming_key_and_line(kctl, tmp_path):
+    text = f"name: dup\nconnector.class: {SOURCE}\ntopic: a\ncount: 3\ntopic: b\n"
+    r = kctl("connector", "create", kctl.file("dup.yaml", text))
+    assert r.exit_code != 0
+    assert "duplicate key 'topic'" in r.output and "line 5" in r.output and "line 3" in r.output
+
+    from kctl.errors import ConfigError
+    from kctl.runtime.connector_config import load_connector_file
+    with pytest.raises(ConfigError, match=r"duplicate key 'topic' \(first given at line 3\)"):
+        load_connector_file(str(tmp_path / "dup.yaml"))
+
+
+def test_table_cells_escape_control_characters():
+    from rich.console import Console
+
+    from kctl.cli import render
+    console = Console(record=True, width=200, force_terminal=False)
+    console.print(render.table(["value"], [["a\x1b[2Jb\x00c\x9bd"]]))
+    text = console.export_text()
+    assert "a\\x1b[2Jb\\x00c\\x9bd" in text
+    assert not any(ch in text for ch in "\x1b\x00\x9b")
+    assert render.escape_control("tab\tand\nnewline stay") == "tab\tand\nnewline stay"
+
+
+def test_machine_output_escapes_control_characters():
+    from kctl.cli.render import machine_text
+    data = {"value": "a\x1b[2Jb\x00c\x9bd\x7f", "é": "ü"}
+    for fmt in ("json", "yaml"):
+        text = machine_text(data, fmt)
+        assert not any(ch in text for ch in "\x1b\x00\x9b\x7f"), (fmt, text)
+        assert (json.loads(text) if fmt == "json" else yaml.safe_load(text)) == data

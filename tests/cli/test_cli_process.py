@@ -82,6 +82,14 @@ def test_debug_shows_the_traceback():
     assert "ClientError: cannot reach kctl worker" in r.stderr
 
 
+@pytest.mark.parametrize("tail", [["--url", "{url}"], ["--url={url}"], ["--debug", "--url", "{url}"]])
+def test_global_options_work_after_the_subcommand(tail):
+    url = f"http://127.0.0.1:{free_port()}"
+    r = kctl("connector", "list", *(t.format(url=url) for t in tail))
+    assert "No such option" not in r.stderr
+    assert r.returncode == 1 and f"cannot reach kctl worker at {url}" in r.stderr
+
+
 def test_url_comes_from_kctl_url_in_the_environment():
     import os
 

@@ -102,7 +102,7 @@ def run(fn: Any, hints: dict[str, str] | None = None) -> Any:
             raise
         for needle, hint in (hints or {}).items():
             if e.status in (400, 409) and needle in str(e):
-                raise fail(hint, 2) from None
+                raise fail(hint, ExitStatus.USAGE) from None
         if e.status == 400 and isinstance(e.body, dict) and e.body.get("errors"):
             err_console.print(render.validation_table(e.body["errors"]))
             raise fail(e.args[0].splitlines()[0], ExitStatus.USAGE) from None

@@ -38,8 +38,8 @@ from kctl.api.data import (
     timestamp_schema,
 )
 from kctl.errors import DataError
-from kctl.runtime import json_columns
 from kctl.runtime.converters import JsonConverter, load_converter
+from kctl.runtime.converters import columns as json_columns
 
 FAST = settings(max_examples=150, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

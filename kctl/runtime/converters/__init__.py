@@ -1,8 +1,10 @@
 """Converters between connector data and bytes on the log, one concern per module:
-`json_converter` (Kafka Connect's JsonConverter, with and without schemas), `simple`
+`json` (Kafka Connect's JsonConverter: the envelope, schemas.enable, decimal.format, caches),
+`json_schema` (schemas to and from Kafka's schema JSON, values encoded and decoded by schema,
+from tables keyed by type and logical name), `columns` (JsonConverter's vectorised codec for
+whole Arrow columns; it imports pyarrow, so nothing here imports it eagerly), `simple`
 (StringConverter, ByteArrayConverter), `loading` (converters by alias, Kafka class name or
-Python path) and `common` (logical values and JSON text shared by them). The vectorised
-JSON column codec is `kctl.runtime.json_columns`.
+Python path) and `common` (logical values and JSON text shared by them).
 """
 
 from kctl.runtime.converters.common import (
@@ -15,7 +17,7 @@ from kctl.runtime.converters.common import (
     time_to_millis,
     timestamp_to_millis,
 )
-from kctl.runtime.converters.json_converter import JSON_CONFIG_DEF, JsonConverter
+from kctl.runtime.converters.json import JSON_CONFIG_DEF, JsonConverter
 from kctl.runtime.converters.loading import CONVERTER_ALIASES, load_converter, resolve_converter
 from kctl.runtime.converters.simple import STRING_CONFIG_DEF, ByteArrayConverter, StringConverter
 

@@ -8,7 +8,7 @@ import datetime as dt
 import decimal
 import json
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kctl.api.config import ConfigDef
 from kctl.api.data import (
@@ -18,10 +18,6 @@ from kctl.api.data import (
     Type,
 )
 from kctl.errors import ConfigError, DataError
-
-if TYPE_CHECKING:
-    pass
-
 
 Encoder = Callable[[Any], Any]
 

@@ -7,14 +7,11 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kctl.api.converter import Converter
 from kctl.errors import PluginError
-
-if TYPE_CHECKING:
-    pass
-from kctl.runtime.converters.json_converter import JsonConverter
+from kctl.runtime.converters.json import JsonConverter
 from kctl.runtime.converters.simple import ByteArrayConverter, StringConverter
 
 CONVERTER_ALIASES: dict[str, type[Converter]] = {

@@ -12,15 +12,16 @@ its bytes to the OS (and, with ``fsync=True``, after fsync), which is what makes
 acknowledged records survive the death of the process.
 
 Committed consumer offsets live in the compacted internal topic ``__consumer_offsets``.
-Consumer groups are in-process and run kctl's own consumer protocol half and assignors
-(``kctl.group.consumer_coordinator``), chosen per consumer by ``partition.assignment.strategy``
-as on a Kafka cluster. A membership change runs the rebalance at once, under the group lock:
-each member subscribes with its owned partitions, generation and its assignor's user data, the
-leader's assignor computes, every member's assignor gets ``on_assignment``, and a cooperative
-revocation is followed by another round, as the simulator behind ``kctl rebalance explain``
-does. Consumers apply the result in ``poll_batch``: eager members revoke everything they hold
-after each rebalance, cooperative ones only what moved; a partition is handed to its new owner
-only once its old owner ran its revoke callback.
+Consumer groups are in-process and run kctl's group protocol itself: one
+``kctl.group.protocol.Coordinator`` per group and one ``GroupMember`` with its
+``ConsumerHandler`` per consumer (``groups.py``), the state machines and assignors the
+simulator behind ``kctl rebalance explain`` drives, chosen per consumer by
+``partition.assignment.strategy`` as on a Kafka cluster. A membership change runs its whole
+rebalance at once, under the group lock, with the log's clock; a consumer's poll is its
+heartbeat, so one that stalls past ``session.timeout.ms`` is expired and rejoins when it
+polls again. Consumers apply the result in ``poll_batch``: eager members revoke everything
+they hold after each rebalance, cooperative ones only what moved; a partition is handed to
+its new owner only once its old owner ran its revoke callback (or left the group).
 """
 
 from kctl.transport.embedded.clients import EmbeddedAdmin, EmbeddedConsumer, EmbeddedProducer

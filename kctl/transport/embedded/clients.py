@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from kctl.transport.embedded.log import EmbeddedTransport
 
 from kctl.transport.embedded.frames import murmur2
+from kctl.transport.embedded.groups import DEFAULT_SESSION_TIMEOUT_MS
 from kctl.transport.embedded.segments import _Partition
 
 
@@ -202,6 +203,9 @@ class EmbeddedConsumer(Consumer):
         # Resolved now so a bad strategy fails the consumer at once, not at its first rebalance.
         self._assignors = assignment_strategy(
             config.get(ASSIGNMENT_STRATEGY_CONFIG, transport.assignment_strategy))
+        self._session_timeout_ms = int(config.get("session.timeout.ms", DEFAULT_SESSION_TIMEOUT_MS))
+        if self._session_timeout_ms <= 0:
+            raise ConfigError("session.timeout.ms must be positive", key="session.timeout.ms")
         self._revoke_all_epoch = 0
         self._rr = 0
         self._closed = False
@@ -222,7 +226,9 @@ class EmbeddedConsumer(Consumer):
             self._topics = list(topics)
             self._on_assign, self._on_revoke = on_assign, on_revoke
             if self._member_id is None:
-                self._member_id = self._t.groups.join(self.group_id, self._topics, self._assignors)
+                self._member_id = self._t.groups.join(
+                    self.group_id, self._topics, self._assignors,
+                    session_timeout_ms=self._session_timeout_ms)
             else:
                 self._t.groups.resubscribe(self.group_id, self._member_id, self._topics)
 
@@ -255,6 +261,7 @@ class EmbeddedConsumer(Consumer):
         eager rebalance), then claim what is free."""
         if self._member_id is None or self.group_id is None:
             return
+        self._t.groups.heartbeat(self.group_id, self._member_id)
         target, epoch = self._t.groups.target(self.group_id, self._member_id)
         current = set(self._fetch)
         if epoch != self._revoke_all_epoch:

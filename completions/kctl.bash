@@ -9,9 +9,9 @@
 _kctl_command() {
     case $1 in
         'kctl')
-            subs='worker connector plugins dlq rebalance'
-            opts='--url --debug --install-completion --show-completion --help'
-            vopts='--url' ;;
+            subs='worker connector plugins dlq context rebalance'
+            opts='--url --context --output -o --debug --install-completion --show-completion --help'
+            vopts='--url --context --output -o' ;;
         'kctl worker')
             subs='start'
             opts='--help'
@@ -42,36 +42,36 @@ _kctl_command() {
             vopts='--output -o' ;;
         'kctl connector create')
             subs=''
-            opts='--wait --initial-state --timeout --help'
-            vopts='--initial-state --timeout' ;;
+            opts='--wait --initial-state --timeout --output -o --help'
+            vopts='--initial-state --timeout --output -o' ;;
         'kctl connector apply')
             subs=''
-            opts='--wait --timeout --help'
-            vopts='--timeout' ;;
+            opts='--dry-run --wait --timeout --output -o --help'
+            vopts='--timeout --output -o' ;;
         'kctl connector patch')
             subs=''
-            opts='--help'
-            vopts='' ;;
+            opts='--dry-run --output -o --help'
+            vopts='--output -o' ;;
         'kctl connector pause')
             subs=''
-            opts='--help'
-            vopts='' ;;
+            opts='--output -o --help'
+            vopts='--output -o' ;;
         'kctl connector resume')
             subs=''
-            opts='--help'
-            vopts='' ;;
+            opts='--output -o --help'
+            vopts='--output -o' ;;
         'kctl connector stop')
             subs=''
-            opts='--help'
-            vopts='' ;;
+            opts='--output -o --help'
+            vopts='--output -o' ;;
         'kctl connector delete')
             subs=''
-            opts='--help'
-            vopts='' ;;
+            opts='--output -o --help'
+            vopts='--output -o' ;;
         'kctl connector restart')
             subs=''
-            opts='--include-tasks --only-failed --task --help'
-            vopts='--task' ;;
+            opts='--include-tasks --only-failed --task --output -o --help'
+            vopts='--task --output -o' ;;
         'kctl connector validate')
             subs=''
             opts='--output -o --help'
@@ -86,12 +86,12 @@ _kctl_command() {
             vopts='--output -o' ;;
         'kctl connector offsets set')
             subs=''
-            opts='--help'
-            vopts='' ;;
+            opts='--output -o --help'
+            vopts='--output -o' ;;
         'kctl connector offsets reset')
             subs=''
-            opts='--help'
-            vopts='' ;;
+            opts='--output -o --help'
+            vopts='--output -o' ;;
         'kctl plugins')
             subs='list'
             opts='--help'
@@ -101,7 +101,7 @@ _kctl_command() {
             opts='--output -o --help'
             vopts='--output -o' ;;
         'kctl dlq')
-            subs='show replay'
+            subs='show replay purge'
             opts='--help'
             vopts='' ;;
         'kctl dlq show')
@@ -110,8 +110,36 @@ _kctl_command() {
             vopts='--limit --output -o' ;;
         'kctl dlq replay')
             subs=''
-            opts='--to --help'
-            vopts='--to' ;;
+            opts='--to --output -o --help'
+            vopts='--to --output -o' ;;
+        'kctl dlq purge')
+            subs=''
+            opts='--yes -y --output -o --help'
+            vopts='--output -o' ;;
+        'kctl context')
+            subs='set use list current delete'
+            opts='--help'
+            vopts='' ;;
+        'kctl context set')
+            subs=''
+            opts='--url --use --output -o --help'
+            vopts='--url --output -o' ;;
+        'kctl context use')
+            subs=''
+            opts='--output -o --help'
+            vopts='--output -o' ;;
+        'kctl context list')
+            subs=''
+            opts='--output -o --help'
+            vopts='--output -o' ;;
+        'kctl context current')
+            subs=''
+            opts='--output -o --help'
+            vopts='--output -o' ;;
+        'kctl context delete')
+            subs=''
+            opts='--output -o --help'
+            vopts='--output -o' ;;
         'kctl rebalance')
             subs='explain'
             opts='--help'
@@ -129,6 +157,8 @@ _kctl_command() {
 # file or none.
 _kctl_value() {
     case "$1 $2" in
+        'kctl --output'|'kctl -o')
+            kind=choice words='table json yaml' ;;
         'kctl connector list --output'|'kctl connector list -o')
             kind=choice words='table json yaml' ;;
         'kctl connector get --output'|'kctl connector get -o')
@@ -137,13 +167,47 @@ _kctl_value() {
             kind=choice words='table json yaml' ;;
         'kctl connector status --output'|'kctl connector status -o')
             kind=choice words='table json yaml' ;;
+        'kctl connector create --output'|'kctl connector create -o')
+            kind=choice words='table json yaml' ;;
+        'kctl connector apply --output'|'kctl connector apply -o')
+            kind=choice words='table json yaml' ;;
+        'kctl connector patch --output'|'kctl connector patch -o')
+            kind=choice words='table json yaml' ;;
+        'kctl connector pause --output'|'kctl connector pause -o')
+            kind=choice words='table json yaml' ;;
+        'kctl connector resume --output'|'kctl connector resume -o')
+            kind=choice words='table json yaml' ;;
+        'kctl connector stop --output'|'kctl connector stop -o')
+            kind=choice words='table json yaml' ;;
+        'kctl connector delete --output'|'kctl connector delete -o')
+            kind=choice words='table json yaml' ;;
+        'kctl connector restart --output'|'kctl connector restart -o')
+            kind=choice words='table json yaml' ;;
         'kctl connector validate --output'|'kctl connector validate -o')
             kind=choice words='table json yaml' ;;
         'kctl connector offsets get --output'|'kctl connector offsets get -o')
             kind=choice words='table json yaml' ;;
+        'kctl connector offsets set --output'|'kctl connector offsets set -o')
+            kind=choice words='table json yaml' ;;
+        'kctl connector offsets reset --output'|'kctl connector offsets reset -o')
+            kind=choice words='table json yaml' ;;
         'kctl plugins list --output'|'kctl plugins list -o')
             kind=choice words='table json yaml' ;;
         'kctl dlq show --output'|'kctl dlq show -o')
+            kind=choice words='table json yaml' ;;
+        'kctl dlq replay --output'|'kctl dlq replay -o')
+            kind=choice words='table json yaml' ;;
+        'kctl dlq purge --output'|'kctl dlq purge -o')
+            kind=choice words='table json yaml' ;;
+        'kctl context set --output'|'kctl context set -o')
+            kind=choice words='table json yaml' ;;
+        'kctl context use --output'|'kctl context use -o')
+            kind=choice words='table json yaml' ;;
+        'kctl context list --output'|'kctl context list -o')
+            kind=choice words='table json yaml' ;;
+        'kctl context current --output'|'kctl context current -o')
+            kind=choice words='table json yaml' ;;
+        'kctl context delete --output'|'kctl context delete -o')
             kind=choice words='table json yaml' ;;
         'kctl rebalance explain --scenario'|'kctl rebalance explain -s')
             kind=file ;;

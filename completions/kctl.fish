@@ -6,7 +6,7 @@
 function __kctl_subcommands --description 'Subcommands of the kctl command path in argv'
     switch "$argv"
         case ''
-            printf '%s\n' worker connector plugins dlq rebalance
+            printf '%s\n' worker connector plugins dlq context rebalance
         case 'worker'
             printf '%s\n' start
         case 'connector'
@@ -16,7 +16,9 @@ function __kctl_subcommands --description 'Subcommands of the kctl command path 
         case 'plugins'
             printf '%s\n' list
         case 'dlq'
-            printf '%s\n' show replay
+            printf '%s\n' show replay purge
+        case 'context'
+            printf '%s\n' set use list current delete
         case 'rebalance'
             printf '%s\n' explain
     end
@@ -25,7 +27,7 @@ end
 function __kctl_value_options --description 'Options of the kctl command path in argv that take a value'
     switch "$argv"
         case ''
-            printf '%s\n' --url
+            printf '%s\n' --url --context --output -o
         case 'connector list'
             printf '%s\n' --output -o
         case 'connector get'
@@ -35,21 +37,47 @@ function __kctl_value_options --description 'Options of the kctl command path in
         case 'connector status'
             printf '%s\n' --output -o
         case 'connector create'
-            printf '%s\n' --initial-state --timeout
+            printf '%s\n' --initial-state --timeout --output -o
         case 'connector apply'
-            printf '%s\n' --timeout
+            printf '%s\n' --timeout --output -o
+        case 'connector patch'
+            printf '%s\n' --output -o
+        case 'connector pause'
+            printf '%s\n' --output -o
+        case 'connector resume'
+            printf '%s\n' --output -o
+        case 'connector stop'
+            printf '%s\n' --output -o
+        case 'connector delete'
+            printf '%s\n' --output -o
         case 'connector restart'
-            printf '%s\n' --task
+            printf '%s\n' --task --output -o
         case 'connector validate'
             printf '%s\n' --output -o
         case 'connector offsets get'
+            printf '%s\n' --output -o
+        case 'connector offsets set'
+            printf '%s\n' --output -o
+        case 'connector offsets reset'
             printf '%s\n' --output -o
         case 'plugins list'
             printf '%s\n' --output -o
         case 'dlq show'
             printf '%s\n' --limit --output -o
         case 'dlq replay'
-            printf '%s\n' --to
+            printf '%s\n' --to --output -o
+        case 'dlq purge'
+            printf '%s\n' --output -o
+        case 'context set'
+            printf '%s\n' --url --output -o
+        case 'context use'
+            printf '%s\n' --output -o
+        case 'context list'
+            printf '%s\n' --output -o
+        case 'context current'
+            printf '%s\n' --output -o
+        case 'context delete'
+            printf '%s\n' --output -o
         case 'rebalance explain'
             printf '%s\n' --scenario -s --kind --protocol --workers --connectors --tasks --topics --partitions --join --leave --crash --advance --delay --session-timeout --output -o --width
     end
@@ -107,8 +135,11 @@ complete -c kctl -n '__kctl_at' -a worker -d 'Run a worker.'
 complete -c kctl -n '__kctl_at' -a connector -d 'Manage connectors on a worker.'
 complete -c kctl -n '__kctl_at' -a plugins -d 'Connector plugins the worker knows.'
 complete -c kctl -n '__kctl_at' -a dlq -d 'A connector\'s dead letter queue.'
+complete -c kctl -n '__kctl_at' -a context -d 'Named worker URLs (kcctl\'s contexts).'
 complete -c kctl -n '__kctl_at' -a rebalance -d 'Simulate Kafka Connect and consumer group rebalances and explain every round.'
-complete -c kctl -n '__kctl_at' -l url -x -d 'Worker REST URL [default: http://127.0.0.1:8083]'
+complete -c kctl -n '__kctl_at' -l url -x -d 'Worker REST URL [default: the current context\'s, else http://127.0.0.1:8083]'
+complete -c kctl -n '__kctl_at' -l context -x -d 'Use this context\'s URL.'
+complete -c kctl -n '__kctl_at' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml for every command'
 complete -c kctl -n '__kctl_at' -l debug -d 'Show tracebacks on errors.'
 complete -c kctl -n '__kctl_at' -l install-completion -d 'Install completion for the current shell.'
 complete -c kctl -n '__kctl_at' -l show-completion -d 'Show completion for the current shell, to copy it or customize the installation.'
@@ -129,8 +160,8 @@ complete -c kctl -n '__kctl_at connector' -a get -d 'Show a connector\'s config 
 complete -c kctl -n '__kctl_at connector' -a config -d 'Show a connector\'s config.'
 complete -c kctl -n '__kctl_at connector' -a status -d 'Connector and task states, worker ids and failure traces.'
 complete -c kctl -n '__kctl_at connector' -a create -d 'Create a connector.'
-complete -c kctl -n '__kctl_at connector' -a apply -d 'Create or update a connector, showing the diff.'
-complete -c kctl -n '__kctl_at connector' -a patch -d 'Change some keys of a connector\'s config.'
+complete -c kctl -n '__kctl_at connector' -a apply -d 'Create or update a connector, showing the changed keys.'
+complete -c kctl -n '__kctl_at connector' -a patch -d 'Change some keys of a connector\'s config, showing the changed keys.'
 complete -c kctl -n '__kctl_at connector' -a pause -d 'Pause a connector and its tasks.'
 complete -c kctl -n '__kctl_at connector' -a resume -d 'Resume a paused connector.'
 complete -c kctl -n '__kctl_at connector' -a stop -d 'Stop a connector: its tasks end, its config stays.'
@@ -160,34 +191,44 @@ complete -c kctl -n '__kctl_at connector status' -l help -d 'Show this message a
 complete -c kctl -n '__kctl_at connector create' -l wait -d 'Show progress until RUNNING or FAILED.'
 complete -c kctl -n '__kctl_at connector create' -l initial-state -x -d 'RUNNING, PAUSED or STOPPED'
 complete -c kctl -n '__kctl_at connector create' -l timeout -x -d 'Seconds --wait waits.'
+complete -c kctl -n '__kctl_at connector create' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
 complete -c kctl -n '__kctl_at connector create' -l help -d 'Show this message and exit.'
 complete -c kctl -n '__kctl_arg 0 connector create' -F
 
 # kctl connector apply
-complete -c kctl -n '__kctl_at connector apply' -l wait -d ''
-complete -c kctl -n '__kctl_at connector apply' -l timeout -x -d ''
+complete -c kctl -n '__kctl_at connector apply' -l dry-run -d 'Show the changes and validate; write nothing.'
+complete -c kctl -n '__kctl_at connector apply' -l wait -d 'Show progress until RUNNING or FAILED.'
+complete -c kctl -n '__kctl_at connector apply' -l timeout -x -d 'Seconds --wait waits.'
+complete -c kctl -n '__kctl_at connector apply' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
 complete -c kctl -n '__kctl_at connector apply' -l help -d 'Show this message and exit.'
 complete -c kctl -n '__kctl_arg 0 connector apply' -F
 
 # kctl connector patch
+complete -c kctl -n '__kctl_at connector patch' -l dry-run -d 'Show the changes and validate; write nothing.'
+complete -c kctl -n '__kctl_at connector patch' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
 complete -c kctl -n '__kctl_at connector patch' -l help -d 'Show this message and exit.'
 
 # kctl connector pause
+complete -c kctl -n '__kctl_at connector pause' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
 complete -c kctl -n '__kctl_at connector pause' -l help -d 'Show this message and exit.'
 
 # kctl connector resume
+complete -c kctl -n '__kctl_at connector resume' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
 complete -c kctl -n '__kctl_at connector resume' -l help -d 'Show this message and exit.'
 
 # kctl connector stop
+complete -c kctl -n '__kctl_at connector stop' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
 complete -c kctl -n '__kctl_at connector stop' -l help -d 'Show this message and exit.'
 
 # kctl connector delete
+complete -c kctl -n '__kctl_at connector delete' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
 complete -c kctl -n '__kctl_at connector delete' -l help -d 'Show this message and exit.'
 
 # kctl connector restart
 complete -c kctl -n '__kctl_at connector restart' -l include-tasks -d ''
 complete -c kctl -n '__kctl_at connector restart' -l only-failed -d ''
 complete -c kctl -n '__kctl_at connector restart' -l task -x -d 'Restart only this task.'
+complete -c kctl -n '__kctl_at connector restart' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
 complete -c kctl -n '__kctl_at connector restart' -l help -d 'Show this message and exit.'
 
 # kctl connector validate
@@ -206,10 +247,12 @@ complete -c kctl -n '__kctl_at connector offsets get' -l output -s o -x -a 'tabl
 complete -c kctl -n '__kctl_at connector offsets get' -l help -d 'Show this message and exit.'
 
 # kctl connector offsets set
+complete -c kctl -n '__kctl_at connector offsets set' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
 complete -c kctl -n '__kctl_at connector offsets set' -l help -d 'Show this message and exit.'
 complete -c kctl -n '__kctl_arg 1 connector offsets set' -F
 
 # kctl connector offsets reset
+complete -c kctl -n '__kctl_at connector offsets reset' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
 complete -c kctl -n '__kctl_at connector offsets reset' -l help -d 'Show this message and exit.'
 
 # kctl plugins
@@ -222,7 +265,8 @@ complete -c kctl -n '__kctl_at plugins list' -l help -d 'Show this message and e
 
 # kctl dlq
 complete -c kctl -n '__kctl_at dlq' -a show -d 'Records a connector rejected: when, stage, exception, origin, payload preview.'
-complete -c kctl -n '__kctl_at dlq' -a replay -d 'Re-send a connector\'s rejected records (e.g. after fixing a transform).'
+complete -c kctl -n '__kctl_at dlq' -a replay -d 'Re-send a connector\'s rejected records (e.g. after fixing a transform); exits 1 when'
+complete -c kctl -n '__kctl_at dlq' -a purge -d 'Clear a connector\'s DLQ (e.g. after a replay): later shows and replays start after'
 complete -c kctl -n '__kctl_at dlq' -l help -d 'Show this message and exit.'
 
 # kctl dlq show
@@ -232,7 +276,43 @@ complete -c kctl -n '__kctl_at dlq show' -l help -d 'Show this message and exit.
 
 # kctl dlq replay
 complete -c kctl -n '__kctl_at dlq replay' -l to -x -d 'Send to this topic instead of the original.'
+complete -c kctl -n '__kctl_at dlq replay' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
 complete -c kctl -n '__kctl_at dlq replay' -l help -d 'Show this message and exit.'
+
+# kctl dlq purge
+complete -c kctl -n '__kctl_at dlq purge' -l yes -s y -d 'Do not ask for confirmation.'
+complete -c kctl -n '__kctl_at dlq purge' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at dlq purge' -l help -d 'Show this message and exit.'
+
+# kctl context
+complete -c kctl -n '__kctl_at context' -a set -d 'Add or change a context (the first one becomes current).'
+complete -c kctl -n '__kctl_at context' -a use -d 'Make a context the current one.'
+complete -c kctl -n '__kctl_at context' -a list -d 'Contexts, the current one marked.'
+complete -c kctl -n '__kctl_at context' -a current -d 'The current context and the URL commands use (after --url and KCTL_URL).'
+complete -c kctl -n '__kctl_at context' -a delete -d 'Forget a context.'
+complete -c kctl -n '__kctl_at context' -l help -d 'Show this message and exit.'
+
+# kctl context set
+complete -c kctl -n '__kctl_at context set' -l url -x -d 'The worker\'s REST URL.'
+complete -c kctl -n '__kctl_at context set' -l use -d 'Make it the current context.'
+complete -c kctl -n '__kctl_at context set' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at context set' -l help -d 'Show this message and exit.'
+
+# kctl context use
+complete -c kctl -n '__kctl_at context use' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at context use' -l help -d 'Show this message and exit.'
+
+# kctl context list
+complete -c kctl -n '__kctl_at context list' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at context list' -l help -d 'Show this message and exit.'
+
+# kctl context current
+complete -c kctl -n '__kctl_at context current' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at context current' -l help -d 'Show this message and exit.'
+
+# kctl context delete
+complete -c kctl -n '__kctl_at context delete' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at context delete' -l help -d 'Show this message and exit.'
 
 # kctl rebalance
 complete -c kctl -n '__kctl_at rebalance' -a explain -d 'Simulate a scenario and explain each rebalance round.'

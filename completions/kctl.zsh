@@ -10,7 +10,10 @@ _kctl() {
     local curcontext=$curcontext state state_descr line ret=1
     typeset -A opt_args
     _arguments -C \
-        '--url=[Worker REST URL \[default\: http\://127.0.0.1\:8083\]]:url: ' \
+        '--url=[Worker REST URL \[default\: the current context'\''s, else http\://127.0.0.1\:8083\]]:url: ' \
+        '--context=[Use this context'\''s URL.]:context: ' \
+        '(--output -o)--output=[table, json or yaml for every command]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml for every command]:output:(table json yaml)' \
         '--debug[Show tracebacks on errors.]' \
         '--install-completion[Install completion for the current shell.]' \
         '--show-completion[Show completion for the current shell, to copy it or customize the installation.]' \
@@ -24,6 +27,7 @@ _kctl() {
                 'connector:Manage connectors on a worker.'
                 'plugins:Connector plugins the worker knows.'
                 'dlq:A connector'\''s dead letter queue.'
+                'context:Named worker URLs (kcctl'\''s contexts).'
                 'rebalance:Simulate Kafka Connect and consumer group rebalances and explain every round.'
             )
             _describe -t commands 'kctl command' commands && ret=0 ;;
@@ -34,6 +38,7 @@ _kctl() {
                 connector) _kctl_connector && ret=0 ;;
                 plugins) _kctl_plugins && ret=0 ;;
                 dlq) _kctl_dlq && ret=0 ;;
+                context) _kctl_context && ret=0 ;;
                 rebalance) _kctl_rebalance && ret=0 ;;
             esac ;;
     esac
@@ -87,8 +92,8 @@ _kctl_connector() {
                 'config:Show a connector'\''s config.'
                 'status:Connector and task states, worker ids and failure traces.'
                 'create:Create a connector.'
-                'apply:Create or update a connector, showing the diff.'
-                'patch:Change some keys of a connector'\''s config.'
+                'apply:Create or update a connector, showing the changed keys.'
+                'patch:Change some keys of a connector'\''s config, showing the changed keys.'
                 'pause:Pause a connector and its tasks.'
                 'resume:Resume a paused connector.'
                 'stop:Stop a connector: its tasks end, its config stays.'
@@ -161,6 +166,8 @@ _kctl_connector_create() {
         '--wait[Show progress until RUNNING or FAILED.]' \
         '--initial-state=[RUNNING, PAUSED or STOPPED]:initial_state: ' \
         '--timeout=[Seconds --wait waits.]:timeout: ' \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
         '--help[Show this message and exit.]' \
         '1:file:_files'
 }
@@ -168,8 +175,11 @@ _kctl_connector_create() {
 # kctl connector apply
 _kctl_connector_apply() {
     _arguments \
-        '--wait[]' \
-        '--timeout=[]:timeout: ' \
+        '--dry-run[Show the changes and validate; write nothing.]' \
+        '--wait[Show progress until RUNNING or FAILED.]' \
+        '--timeout=[Seconds --wait waits.]:timeout: ' \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
         '--help[Show this message and exit.]' \
         '1:file:_files'
 }
@@ -177,6 +187,9 @@ _kctl_connector_apply() {
 # kctl connector patch
 _kctl_connector_patch() {
     _arguments \
+        '--dry-run[Show the changes and validate; write nothing.]' \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
         '--help[Show this message and exit.]' \
         '1:name: ' \
         '*:settings: '
@@ -185,6 +198,8 @@ _kctl_connector_patch() {
 # kctl connector pause
 _kctl_connector_pause() {
     _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
         '--help[Show this message and exit.]' \
         '1:name: '
 }
@@ -192,6 +207,8 @@ _kctl_connector_pause() {
 # kctl connector resume
 _kctl_connector_resume() {
     _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
         '--help[Show this message and exit.]' \
         '1:name: '
 }
@@ -199,6 +216,8 @@ _kctl_connector_resume() {
 # kctl connector stop
 _kctl_connector_stop() {
     _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
         '--help[Show this message and exit.]' \
         '1:name: '
 }
@@ -206,6 +225,8 @@ _kctl_connector_stop() {
 # kctl connector delete
 _kctl_connector_delete() {
     _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
         '--help[Show this message and exit.]' \
         '1:name: '
 }
@@ -216,6 +237,8 @@ _kctl_connector_restart() {
         '--include-tasks[]' \
         '--only-failed[]' \
         '--task=[Restart only this task.]:task: ' \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
         '--help[Show this message and exit.]' \
         '1:name: '
 }
@@ -268,6 +291,8 @@ _kctl_connector_offsets_get() {
 # kctl connector offsets set
 _kctl_connector_offsets_set() {
     _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
         '--help[Show this message and exit.]' \
         '1:name: ' \
         '2:file:_files'
@@ -276,6 +301,8 @@ _kctl_connector_offsets_set() {
 # kctl connector offsets reset
 _kctl_connector_offsets_reset() {
     _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
         '--help[Show this message and exit.]' \
         '1:name: '
 }
@@ -323,7 +350,8 @@ _kctl_dlq() {
         command)
             local -a commands=(
                 'show:Records a connector rejected: when, stage, exception, origin, payload preview.'
-                'replay:Re-send a connector'\''s rejected records (e.g. after fixing a transform).'
+                'replay:Re-send a connector'\''s rejected records (e.g. after fixing a transform); exits 1 when'
+                'purge:Clear a connector'\''s DLQ (e.g. after a replay): later shows and replays start after'
             )
             _describe -t commands 'kctl dlq command' commands && ret=0 ;;
         argument)
@@ -331,6 +359,7 @@ _kctl_dlq() {
             case $line[1] in
                 show) _kctl_dlq_show && ret=0 ;;
                 replay) _kctl_dlq_replay && ret=0 ;;
+                purge) _kctl_dlq_purge && ret=0 ;;
             esac ;;
     esac
     return ret
@@ -350,6 +379,95 @@ _kctl_dlq_show() {
 _kctl_dlq_replay() {
     _arguments \
         '--to=[Send to this topic instead of the original.]:to: ' \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]' \
+        '1:name: '
+}
+
+# kctl dlq purge
+_kctl_dlq_purge() {
+    _arguments \
+        '(--yes -y)--yes[Do not ask for confirmation.]' \
+        '(--yes -y)-y[Do not ask for confirmation.]' \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]' \
+        '1:name: '
+}
+
+# kctl context
+_kctl_context() {
+    local curcontext=$curcontext state state_descr line ret=1
+    typeset -A opt_args
+    _arguments -C \
+        '--help[Show this message and exit.]' \
+        '1:command:->command' \
+        '*::argument:->argument' && ret=0
+    case $state in
+        command)
+            local -a commands=(
+                'set:Add or change a context (the first one becomes current).'
+                'use:Make a context the current one.'
+                'list:Contexts, the current one marked.'
+                'current:The current context and the URL commands use (after --url and KCTL_URL).'
+                'delete:Forget a context.'
+            )
+            _describe -t commands 'kctl context command' commands && ret=0 ;;
+        argument)
+            curcontext=${curcontext%:*:*}:kctl-context-$line[1]:
+            case $line[1] in
+                set) _kctl_context_set && ret=0 ;;
+                use) _kctl_context_use && ret=0 ;;
+                list) _kctl_context_list && ret=0 ;;
+                current) _kctl_context_current && ret=0 ;;
+                delete) _kctl_context_delete && ret=0 ;;
+            esac ;;
+    esac
+    return ret
+}
+
+# kctl context set
+_kctl_context_set() {
+    _arguments \
+        '--url=[The worker'\''s REST URL.]:url: ' \
+        '--use[Make it the current context.]' \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]' \
+        '1:name: '
+}
+
+# kctl context use
+_kctl_context_use() {
+    _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]' \
+        '1:name: '
+}
+
+# kctl context list
+_kctl_context_list() {
+    _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]'
+}
+
+# kctl context current
+_kctl_context_current() {
+    _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]'
+}
+
+# kctl context delete
+_kctl_context_delete() {
+    _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
         '--help[Show this message and exit.]' \
         '1:name: '
 }

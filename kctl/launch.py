@@ -84,25 +84,44 @@ class StandaloneWorker:
                 self.transport.close()
 
 
-def _load_connectors(files: list[str], plugins: Plugins) -> list[tuple[str, dict[str, str]]]:
+def _load_connectors(files: list[str], plugins: Plugins
+                     ) -> tuple[list[tuple[str, dict[str, str]]], list[str]]:
     """Read and validate every connector file, so a bad one stops the worker before it starts
-    (connect-standalone exits on a connector it cannot create, too)."""
-    from kctl.runtime.connector_config import load_connector_file
+    (connect-standalone exits on a connector it cannot create, too). Every problem of every
+    file is reported at once; unknown keys are warnings."""
+    from kctl.runtime.connector_config import known_keys, load_connector_file, unknown_keys
 
-    loaded = []
+    loaded, problems, warnings = [], [], []
     for f in files:
         try:
             name, config = load_connector_file(f)
         except KctlError as e:
-            raise ConfigError(str(e) if f in str(e) else f"{f}: {e}", source=f) from e
+            problems.append(str(e) if f in str(e) else f"{f}: {e}")
+            continue
+        result = validate_config(plugins, config)
+        warnings += [f"{f}: connector {name}: {w}" for w in unknown_keys(config, known_keys(result))]
         try:
-            raise_if_invalid(validate_config(plugins, config))
+            raise_if_invalid(result)
         except ValidationError as e:
             lines = [f"{k}: {m}" for k, ms in e.errors.items() for m in ms]
-            raise ValidationError(f"{f}: connector {name} is invalid:\n"
-                                  + "\n".join(f"  - {line}" for line in lines), e.errors) from e
+            problems.append(f"{f}: connector {name} is invalid:\n"
+                            + "\n".join(f"  - {line}" for line in lines))
+            continue
         loaded.append((name, config))
-    return loaded
+    if len(problems) == 1:
+        raise ConnectorFilesError(problems[0], warnings)
+    if problems:
+        raise ConnectorFilesError(f"{len(problems)} connector files have problems:\n"
+                                  + "\n".join(problems), warnings)
+    return loaded, warnings
+
+
+class ConnectorFilesError(ConfigError):
+    """Every problem of every connector file, and the warnings found on the way."""
+
+    def __init__(self, message: str, warnings: list[str]):
+        super().__init__(message)
+        self.warnings = warnings
 
 
 def run_worker(config_path: str | None, connector_files: list[str], console: Any,
@@ -134,11 +153,15 @@ def run_worker(config_path: str | None, connector_files: list[str], console: Any
 def _serve(config_path: str | None, connector_files: list[str], console: Any, err: Any,
            stop: threading.Event) -> int:
     """The body of run_worker, once its signal handlers are in place."""
+    from rich.text import Text
+
     from kctl.runtime.worker_config import WorkerConfig
 
-    def error(e: BaseException) -> int:
-        from rich.text import Text
+    def warn(warning: str) -> None:
+        err.print(Text.assemble(("warning:", "yellow"), " ", warning), highlight=False,
+                  soft_wrap=True)
 
+    def error(e: BaseException) -> int:
         err.print(Text.assemble(("error:", "red"), " ", str(e)), highlight=False, soft_wrap=True)
         return ExitStatus.USAGE
 
@@ -150,8 +173,15 @@ def _serve(config_path: str | None, connector_files: list[str], console: Any, er
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         plugins = Plugins(config.get_list("plugin.path"))
-        connectors = _load_connectors(connector_files, plugins)
+        connectors, warnings = _load_connectors(connector_files, plugins)
+        for warning in warnings:
+            warn(warning)
         worker = StandaloneWorker(config, plugins)
+    except ConnectorFilesError as e:
+        code = error(e)
+        for warning in e.warnings:
+            warn(warning)
+        return code
     except KctlError as e:
         return error(e)
     try:

@@ -6,7 +6,6 @@ so `kctl connector status` answers instantly.
 
 from __future__ import annotations
 
-import difflib
 import json
 import sys
 import time
@@ -21,22 +20,26 @@ from rich.text import Text
 
 from kctl.cli import render
 from kctl.cli.client import Client, ClientError
-from kctl.errors import KctlError
+from kctl.errors import KctlError, NotFoundError
 from kctl.exit_status import ExitStatus
+from kctl.exit_status import describe as describe_exit_status
 from kctl.runtime.connector_config import CONNECTOR_CLASS_CONFIG
 
 app = typer.Typer(help="kctl: Kafka-Connect-style data integration on Spark.",
+                  epilog=f"Exit status: {describe_exit_status()}.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
 worker_app = typer.Typer(help="Run a worker.", no_args_is_help=True)
 connector_app = typer.Typer(help="Manage connectors on a worker.", no_args_is_help=True)
 offsets_app = typer.Typer(help="Read and change a connector's offsets.", no_args_is_help=True)
 plugins_app = typer.Typer(help="Connector plugins the worker knows.", no_args_is_help=True)
 dlq_app = typer.Typer(help="A connector's dead letter queue.", no_args_is_help=True)
+context_app = typer.Typer(help="Named worker URLs (kcctl's contexts).", no_args_is_help=True)
 app.add_typer(worker_app, name="worker")
 app.add_typer(connector_app, name="connector")
 connector_app.add_typer(offsets_app, name="offsets")
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(dlq_app, name="dlq")
+app.add_typer(context_app, name="context")
 try:
     from kctl.cli.rebalance import app as rebalance_app
 
@@ -56,26 +59,48 @@ class Output(str, Enum):  # noqa: UP042 - typer needs a str Enum
 
 class State:
     url: str | None = None
+    context: str | None = None
     debug: bool = False
+    output: Output | None = None
 
 
 state = State()
 
-OutputOpt = typer.Option(Output.table, "--output", "-o", help="table, json or yaml")
+OutputOpt = typer.Option(None, "--output", "-o", help="table, json or yaml")
+
+
+def fmt(output: Output | None) -> str:
+    """The output format: the command's -o, else the one given before the subcommand."""
+    return (output or state.output or Output.table).value
 
 
 @app.callback()
 def _main(
     url: str = typer.Option(None, "--url", envvar="KCTL_URL",
-                            help="Worker REST URL [default: http://127.0.0.1:8083]"),
+                            help="Worker REST URL [default: the current context's, "
+                                 "else http://127.0.0.1:8083]"),
+    context: str = typer.Option(None, "--context", help="Use this context's URL."),
+    output: Output = typer.Option(None, "--output", "-o",
+                                  help="table, json or yaml for every command"),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
 ) -> None:
     state.url = url
+    state.context = context
+    state.output = output
     state.debug = debug
 
 
+def worker_url() -> str | None:
+    """--url / KCTL_URL, else --context's URL, else the current context's (None: default)."""
+    if state.url:
+        return state.url
+    from kctl.cli.contexts import Contexts
+
+    return run(lambda: Contexts.load().url(state.context))
+
+
 def client() -> Client:
-    return Client(state.url)
+    return Client(worker_url())
 
 
 def print_error(message: str) -> None:
@@ -89,29 +114,59 @@ def fail(message: str, code: ExitStatus = ExitStatus.ERROR) -> typer.Exit:
     return typer.Exit(code)
 
 
-def run(fn: Any, hints: dict[str, str] | None = None) -> Any:
+def exit_status(e: ClientError) -> ExitStatus:
+    """What a failed request means to a script (the README's table)."""
+    if e.status == 0:
+        return ExitStatus.UNREACHABLE
+    if e.status == 404:
+        return ExitStatus.NOT_FOUND
+    if e.status == 409:
+        return ExitStatus.CONFLICT
+    if e.status == 400 and isinstance(e.body, dict) and e.body.get("errors"):
+        return ExitStatus.ERROR  # an invalid config: the operation failed
+    if e.status in (400, 405, 422):
+        return ExitStatus.USAGE
+    return ExitStatus.ERROR
+
+
+def run(fn: Any, hints: dict[str, tuple[str, ExitStatus]] | None = None) -> Any:
     """Call fn; turn REST and config errors into one line and an exit code.
 
     hints: when the worker's message contains a key, the line to show instead of its
-    REST-worded advice, naming the kctl command that resolves it.
+    REST-worded advice, naming the kctl command that resolves it, and the exit status.
     """
     try:
         return fn()
     except ClientError as e:
         if state.debug:
             raise
-        for needle, hint in (hints or {}).items():
+        for needle, (hint, code) in (hints or {}).items():
             if e.status in (400, 409) and needle in str(e):
-                raise fail(hint, ExitStatus.USAGE) from None
+                raise fail(hint, code) from None
         if e.status == 400 and isinstance(e.body, dict) and e.body.get("errors"):
             err_console.print(render.validation_table(e.body["errors"]))
-            raise fail(e.args[0].splitlines()[0], ExitStatus.USAGE) from None
-        raise fail(str(e), ExitStatus.USAGE if e.status in (400, 404, 409)
-                   else ExitStatus.ERROR) from None
+            raise fail(e.args[0].splitlines()[0], exit_status(e)) from None
+        raise fail(str(e), exit_status(e)) from None
+    except NotFoundError as e:
+        if state.debug:
+            raise
+        raise fail(str(e), ExitStatus.NOT_FOUND) from None
     except KctlError as e:
         if state.debug:
             raise
         raise fail(str(e), ExitStatus.USAGE) from None
+
+
+def done(message: str, output: Output | None, resource: Any = None,
+         fetch: Any = None) -> None:
+    """A write's answer: the message, or with -o json|yaml the resulting resource (`fetch`
+    gets it when the write's own answer is not the resource)."""
+    if fmt(output) == "table":
+        console.print(message, highlight=False, markup=False)
+        return
+    if fetch is not None:
+        resource = run(fetch)
+    render.dump(resource, fmt(output), console)
 
 
 def read_input(file: str) -> tuple[str, str]:
@@ -194,10 +249,10 @@ def worker_start(
 
 
 @connector_app.command("list")
-def connector_list(output: Output = OutputOpt) -> None:
+def connector_list(output: Output | None = OutputOpt) -> None:
     """List connectors with their states."""
     data = run(lambda: client().get("/connectors", params={"expand": "status"}))
-    if render.dump(data, output.value, console):
+    if render.dump(data, fmt(output), console):
         return
     rows = []
     for name, entry in sorted(data.items()):
@@ -210,34 +265,37 @@ def connector_list(output: Output = OutputOpt) -> None:
 
 
 @connector_app.command("get")
-def connector_get(name: str, output: Output = OutputOpt) -> None:
+def connector_get(name: str, output: Output | None = OutputOpt) -> None:
     """Show a connector's config and tasks."""
     data = run(lambda: client().get(f"/connectors/{name}"))
-    if not render.dump(data, output.value, console):
+    if not render.dump(data, fmt(output), console):
         console.print(render.table(["key", "value"], sorted(data["config"].items()),
                                    title=f"{name} ({data['type']}, {len(data['tasks'])} tasks)"))
 
 
 @connector_app.command("config")
-def connector_config(name: str, output: Output = OutputOpt) -> None:
+def connector_config(name: str, output: Output | None = OutputOpt) -> None:
     """Show a connector's config."""
     data = run(lambda: client().get(f"/connectors/{name}/config"))
-    if not render.dump(data, output.value, console):
+    if not render.dump(data, fmt(output), console):
         console.print(render.table(["key", "value"], sorted(data.items())))
 
 
 @connector_app.command("status")
-def connector_status(name: str, output: Output = OutputOpt) -> None:
+def connector_status(name: str, output: Output | None = OutputOpt) -> None:
     """Connector and task states, worker ids and failure traces."""
     data = run(lambda: client().get(f"/connectors/{name}/status"))
-    if not render.dump(data, output.value, console):
+    if not render.dump(data, fmt(output), console):
         console.print(render.status_table(data))
 
 
-def _wait(name: str, timeout: float) -> None:
+def _wait(name: str, timeout: float, *, quiet: bool = False) -> None:
+    """Until every part runs (or is paused/stopped); FAILED fails. `quiet`: no spinner or
+    table on stdout (machine output follows)."""
     deadline = time.monotonic() + timeout
     last = None
-    with console.status(f"waiting for {name}...") as spinner:
+    show = err_console if quiet else console
+    with show.status(f"waiting for {name}...") as spinner:
         while time.monotonic() < deadline:
             st = run(lambda: client().get(f"/connectors/{name}/status"))
             states = [st["connector"]["state"], *(t["state"] for t in st["tasks"])]
@@ -245,13 +303,15 @@ def _wait(name: str, timeout: float) -> None:
                 spinner.update(f"{name}: " + ", ".join(states))
                 last = states
             if "FAILED" in states:
-                console.print(render.status_table(st))
+                show.print(render.status_table(st))
                 raise fail(f"connector {name} FAILED")
             if st["tasks"] and all(s in ("RUNNING", "PAUSED", "STOPPED") for s in states):
-                console.print(render.status_table(st))
+                if not quiet:
+                    console.print(render.status_table(st))
                 return
             if st["connector"]["state"] == "STOPPED":
-                console.print(render.status_table(st))
+                if not quiet:
+                    console.print(render.status_table(st))
                 return
             time.sleep(0.3)
     raise fail(f"timed out waiting for {name} to run")
@@ -263,22 +323,133 @@ def connector_create(
     wait: bool = typer.Option(False, "--wait", help="Show progress until RUNNING or FAILED."),
     initial_state: str = typer.Option("RUNNING", "--initial-state", help="RUNNING, PAUSED or STOPPED"),
     timeout: float = typer.Option(120, help="Seconds --wait waits."),
+    output: Output | None = OutputOpt,
 ) -> None:
     """Create a connector."""
     name, config = load_connector(file)
-    run(lambda: client().post("/connectors", json={"name": name, "config": config,
-                                                    "initial_state": initial_state.upper()}))
-    console.print(f"connector {name} created", highlight=False, markup=False)
+    _validate_config(config)  # warnings only: the worker refuses what is invalid
+    info = run(lambda: client().post("/connectors", json={
+        "name": name, "config": config, "initial_state": initial_state.upper()}))
+    machine = fmt(output) != "table"
+    if not machine:
+        done(f"connector {name} created", output, info)
     if wait:
-        _wait(name, timeout)
+        _wait(name, timeout, quiet=machine)
+    if machine:
+        done("", output, fetch=lambda: client().get(f"/connectors/{name}"))
+
+
+SECRET_KEY = ("password", "secret", "credentials")
+MASK = "******"
+
+
+def _shown(key: str, value: str | None) -> str | None:
+    if value is None:
+        return None
+    return MASK if any(word in key.lower() for word in SECRET_KEY) else value
+
+
+def config_changes(old: dict[str, str] | None, new: dict[str, str]) -> list[dict[str, Any]]:
+    """Per key: added, removed or changed, with secrets masked (values never shown)."""
+    old = old or {}
+    rows = []
+    for key in sorted(old.keys() | new.keys()):
+        before, after = old.get(key), new.get(key)
+        if before == after:
+            continue
+        change = "added" if before is None else "removed" if after is None else "changed"
+        rows.append({"key": key, "change": change, "old": _shown(key, before),
+                     "new": _shown(key, after)})
+    return rows
+
+
+def _show_changes(name: str, rows: list[dict[str, Any]], title: str) -> None:
+    style = {"added": "green", "removed": "red", "changed": "yellow"}
+    console.print(render.table(
+        ["key", "change", "old", "new"],
+        ((r["key"], Text(r["change"], style=style[r["change"]]),
+          "" if r["old"] is None else r["old"], "" if r["new"] is None else r["new"])
+         for r in rows), title=title))
+
+
+def _validate_config(config: dict[str, str]) -> dict[str, list[str]]:
+    """The worker's per-field errors for a config (what a write would refuse); unknown keys
+    are printed as warnings with a did-you-mean."""
+    from kctl.runtime.connector_config import known_keys, unknown_keys
+
+    plugin = config.get(CONNECTOR_CLASS_CONFIG, "")
+    if not plugin:
+        raise fail("the config has no connector.class", ExitStatus.USAGE)
+    def validate() -> Any:
+        try:
+            return client().put(f"/connector-plugins/{plugin}/config/validate", json=config)
+        except ClientError as e:
+            if e.status == 0:
+                raise
+            return None  # the write itself says what is wrong (e.g. an unknown plugin)
+
+    data = run(validate)
+    if data is None:
+        return {}
+    for warning in unknown_keys(config, known_keys(data)):
+        err_console.print(Text.assemble(("warning:", "yellow"), " ", warning), highlight=False,
+                          soft_wrap=True)
+    return {c["value"]["name"]: c["value"]["errors"] for c in data["configs"]
+            if c["value"]["errors"]}
+
+
+def _write_config(name: str, current: dict[str, str] | None, config: dict[str, str],
+                  write: Any, *, dry_run: bool, output: Output | None,
+                  wait: bool = False, timeout: float = 120) -> None:
+    """apply and patch: show what changes, then write it (or, with --dry-run, validate it)."""
+    rows = config_changes(current, config)
+    result = "unchanged" if not rows else "created" if current is None else "updated"
+    machine = fmt(output) != "table"
+    if dry_run:
+        errors = _validate_config(config)
+        if machine:
+            render.dump({"name": name, "result": result, "dry_run": True, "changes": rows,
+                         "errors": errors}, fmt(output), console)
+        else:
+            if rows:
+                _show_changes(name, rows, f"{name}: would be {result} (dry run)")
+            else:
+                console.print(f"connector {name} unchanged (dry run)", highlight=False)
+        if errors:
+            if not machine:
+                err_console.print(render.validation_table(errors))
+            raise fail(f"{sum(map(len, errors.values()))} error(s) in {name}'s config",
+                       ExitStatus.ERROR)
+        return
+    if not rows:
+        done(f"connector {name} unchanged", output,
+             fetch=lambda: client().get(f"/connectors/{name}"))
+        return
+    _validate_config(config)  # warnings only: the worker refuses what is invalid
+    if not machine:
+        _show_changes(name, rows, f"{name}: {len(rows)} key(s) {result.replace('updated', 'changed')}")
+    info = run(write)
+    if not machine:
+        done(f"connector {name} {result}", output, info)
+    if wait:
+        _wait(name, timeout, quiet=machine)
+    if machine:
+        done("", output, fetch=lambda: client().get(f"/connectors/{name}"))
 
 
 @connector_app.command("apply")
-def connector_apply(file: str, wait: bool = typer.Option(False, "--wait"),
-                    timeout: float = typer.Option(120)) -> None:
-    """Create or update a connector, showing the diff."""
+def connector_apply(
+    file: str = typer.Argument(..., help="Connector file (YAML/JSON/.properties) or - for stdin."),
+    dry_run: bool = typer.Option(False, "--dry-run",
+                                 help="Show the changes and validate; write nothing."),
+    wait: bool = typer.Option(False, "--wait", help="Show progress until RUNNING or FAILED."),
+    timeout: float = typer.Option(120, help="Seconds --wait waits."),
+    output: Output | None = OutputOpt,
+) -> None:
+    """Create or update a connector, showing the changed keys."""
     name, config = load_connector(file)
     c = client()
+
     def fetch_current() -> dict[str, str] | None:
         try:
             return c.get(f"/connectors/{name}/config")
@@ -288,27 +459,19 @@ def connector_apply(file: str, wait: bool = typer.Option(False, "--wait"),
             raise
 
     current = run(fetch_current)
-    if current is not None:
-        old = [f"{k}={v}" for k, v in sorted(current.items())]
-        new = [f"{k}={v}" for k, v in sorted(config.items())]
-        diff = list(difflib.unified_diff(old, new, "current", "applied", lineterm="", n=0))
-        if not diff:
-            console.print(f"connector {name} unchanged", highlight=False, markup=False)
-            return
-        for line in diff[2:]:
-            style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
-            console.print(Text(line, style=style), highlight=False)
-    run(lambda: c.put(f"/connectors/{name}/config", json=config))
-    console.print(f"connector {name} {'created' if current is None else 'updated'}",
-                  highlight=False, markup=False)
-    if wait:
-        _wait(name, timeout)
+    _write_config(name, current, config, lambda: c.put(f"/connectors/{name}/config", json=config),
+                  dry_run=dry_run, output=output, wait=wait, timeout=timeout)
 
 
 @connector_app.command("patch")
-def connector_patch(name: str, settings: list[str] = typer.Argument(
-        ..., help="KEY=VALUE to set, KEY= to remove")) -> None:
-    """Change some keys of a connector's config."""
+def connector_patch(
+    name: str,
+    settings: list[str] = typer.Argument(..., help="KEY=VALUE to set, KEY= to remove"),
+    dry_run: bool = typer.Option(False, "--dry-run",
+                                 help="Show the changes and validate; write nothing."),
+    output: Output | None = OutputOpt,
+) -> None:
+    """Change some keys of a connector's config, showing the changed keys."""
     patch: dict[str, str | None] = {}
     for s in settings:
         if "=" not in s:
@@ -317,14 +480,26 @@ def connector_patch(name: str, settings: list[str] = typer.Argument(
         if not k.strip():
             raise fail(f"expected KEY=VALUE, got {s!r} (the key is empty)", ExitStatus.USAGE)
         patch[k.strip()] = v if v != "" else None
-    run(lambda: client().patch(f"/connectors/{name}/config", json=patch))
-    console.print(f"connector {name} updated", highlight=False, markup=False)
+    c = client()
+    current = run(lambda: c.get(f"/connectors/{name}/config"))
+    config = {k: v for k, v in {**current, **patch}.items() if v is not None}
+    _write_config(name, current, config, lambda: c.patch(f"/connectors/{name}/config", json=patch),
+                  dry_run=dry_run, output=output)
 
 
-def _simple(verb: str, method: str, path: str, doc: str) -> Any:
-    def command(name: str) -> None:
-        run(lambda: client().request(method, path.format(name=name)))
-        console.print(f"connector {name} {verb}", highlight=False, markup=False)
+def _simple(verb: str, method: str, path: str, doc: str, *, before: bool = False) -> Any:
+    """pause, resume, stop, delete: -o shows the connector's status after the write (for
+    delete, the connector as it was)."""
+    def command(name: str, output: Output | None = OutputOpt) -> None:
+        c = client()
+        info = run(lambda: c.get(f"/connectors/{name}")) if before and fmt(output) != "table" \
+            else None
+        run(lambda: c.request(method, path.format(name=name)))
+        if info is not None:
+            done("", output, info)
+        else:
+            done(f"connector {name} {verb}", output,
+                 fetch=lambda: c.get(f"/connectors/{name}/status"))
 
     command.__doc__ = doc
     return command
@@ -337,37 +512,42 @@ connector_app.command("resume")(_simple("resumed", "PUT", "/connectors/{name}/re
 connector_app.command("stop")(_simple("stopped", "PUT", "/connectors/{name}/stop",
                                       "Stop a connector: its tasks end, its config stays."))
 connector_app.command("delete")(_simple("deleted", "DELETE", "/connectors/{name}",
-                                        "Delete a connector."))
+                                        "Delete a connector.", before=True))
 
 
 @connector_app.command("restart")
 def connector_restart(name: str,
                       include_tasks: bool = typer.Option(False, "--include-tasks"),
                       only_failed: bool = typer.Option(False, "--only-failed"),
-                      task: int = typer.Option(None, "--task", help="Restart only this task.")) -> None:
+                      task: int = typer.Option(None, "--task", help="Restart only this task."),
+                      output: Output | None = OutputOpt) -> None:
     """Restart a connector (and its tasks), or one task."""
     c = client()
     if task is not None:
         run(lambda: c.post(f"/connectors/{name}/tasks/{task}/restart"))
-        console.print(f"task {name}-{task} restarted", highlight=False, markup=False)
+        done(f"task {name}-{task} restarted", output,
+             fetch=lambda: c.get(f"/connectors/{name}/tasks/{task}/status"))
         return
     data = run(lambda: c.post(f"/connectors/{name}/restart",
                               params={"includeTasks": str(include_tasks).lower(),
                                       "onlyFailed": str(only_failed).lower()}))
+    if fmt(output) != "table":
+        done("", output, data, fetch=None if data else lambda: c.get(f"/connectors/{name}/status"))
+        return
     console.print(f"connector {name} restarted", highlight=False, markup=False)
     if data:
         console.print(render.status_table(data, show_traces=False))
 
 
 @connector_app.command("validate")
-def connector_validate(file: str, output: Output = OutputOpt) -> None:
+def connector_validate(file: str, output: Output | None = OutputOpt) -> None:
     """Validate a connector config; per-field errors as a table."""
     name, config = load_connector(file)
     plugin = config.get(CONNECTOR_CLASS_CONFIG, "")
     if not plugin:
         raise fail("the config has no connector.class", ExitStatus.USAGE)
     data = run(lambda: client().put(f"/connector-plugins/{plugin}/config/validate", json=config))
-    if render.dump(data, output.value, console):
+    if render.dump(data, fmt(output), console):
         raise typer.Exit(ExitStatus.ERROR if data["error_count"] else ExitStatus.SUCCESS)
     errors = {c["value"]["name"]: c["value"]["errors"] for c in data["configs"]
               if c["value"]["errors"]}
@@ -381,10 +561,10 @@ def connector_validate(file: str, output: Output = OutputOpt) -> None:
 
 
 @offsets_app.command("get")
-def offsets_get(name: str, output: Output = OutputOpt) -> None:
+def offsets_get(name: str, output: Output | None = OutputOpt) -> None:
     """Committed offsets of a connector."""
     data = run(lambda: client().get(f"/connectors/{name}/offsets"))
-    if not render.dump(data, output.value, console):
+    if not render.dump(data, fmt(output), console):
         console.print(render.table(["partition", "offset"],
                                    ((json.dumps(o["partition"], sort_keys=True),
                                      json.dumps(o["offset"], sort_keys=True))
@@ -398,30 +578,33 @@ def _stop_first(name: str) -> str:
 
 @offsets_app.command("set")
 def offsets_set(name: str, file: str = typer.Argument(
-        ..., help='JSON/YAML {"offsets": [{"partition": ..., "offset": ...}]} or - for stdin')) -> None:
+        ..., help='JSON/YAML {"offsets": [{"partition": ..., "offset": ...}]} or - for stdin'),
+        output: Output | None = OutputOpt) -> None:
     """Alter offsets of a STOPPED connector."""
     body = load_offsets(file)
-    data = run(lambda: client().patch(f"/connectors/{name}/offsets", json=body),
-               hints={"STOPPED state": _stop_first(name)})
-    console.print(data["message"], highlight=False, markup=False)
+    c = client()
+    data = run(lambda: c.patch(f"/connectors/{name}/offsets", json=body),
+               hints={"STOPPED state": (_stop_first(name), ExitStatus.CONFLICT)})
+    done(data["message"], output, fetch=lambda: c.get(f"/connectors/{name}/offsets"))
 
 
 @offsets_app.command("reset")
-def offsets_reset(name: str) -> None:
+def offsets_reset(name: str, output: Output | None = OutputOpt) -> None:
     """Forget all offsets of a STOPPED connector."""
-    data = run(lambda: client().delete(f"/connectors/{name}/offsets"),
-               hints={"STOPPED state": _stop_first(name)})
-    console.print(data["message"], highlight=False, markup=False)
+    c = client()
+    data = run(lambda: c.delete(f"/connectors/{name}/offsets"),
+               hints={"STOPPED state": (_stop_first(name), ExitStatus.CONFLICT)})
+    done(data["message"], output, fetch=lambda: c.get(f"/connectors/{name}/offsets"))
 
 
 # -- plugins ---------------------------------------------------------------------------------
 
 
 @plugins_app.command("list")
-def plugins_list(output: Output = OutputOpt) -> None:
+def plugins_list(output: Output | None = OutputOpt) -> None:
     """Connector plugins the worker can run."""
     data = run(lambda: client().get("/connector-plugins"))
-    if not render.dump(data, output.value, console):
+    if not render.dump(data, fmt(output), console):
         console.print(render.table(["class", "type", "version"],
                                    ((p["class"], p["type"], p["version"]) for p in data)))
 
@@ -429,40 +612,152 @@ def plugins_list(output: Output = OutputOpt) -> None:
 # -- dlq -------------------------------------------------------------------------------------
 
 
+CONTEXT_HEADERS_NOTE = (
+    "{n} of these record(s) carry no error context (stage, exception, origin): set "
+    "errors.deadletterqueue.context.headers.enable=true on {name} to record it")
+
+
+def _origin(r: dict[str, Any]) -> str:
+    if r.get("source_partition"):
+        return f"{r['source_partition']} @ {r['source_offset']}"
+    if r.get("topic"):
+        return f"{r['topic']}-{r['partition']}@{r['offset']}"
+    return ""
+
+
 @dlq_app.command("show")
 def dlq_show(name: str, limit: int = typer.Option(100, help="Most records shown."),
-             output: Output = OutputOpt) -> None:
+             output: Output | None = OutputOpt) -> None:
     """Records a connector rejected: when, stage, exception, origin, payload preview."""
     data = run(lambda: client().get(f"/connectors/{name}/dlq", params={"limit": limit}))
     records = data["records"]
-    if render.dump(records, output.value, console):
+    bare = sum(1 for r in records if not r.get("stage"))
+    if bare:
+        err_console.print(Text(CONTEXT_HEADERS_NOTE.format(n=bare, name=name), style="yellow"),
+                          highlight=False, soft_wrap=True)
+    if fmt(output) != "table":
+        render.stream(records, fmt(output), sys.stdout)
         return
-
-    def origin(r: dict[str, Any]) -> str:
-        if r.get("source_partition"):
-            return f"{r['source_partition']} @ {r['source_offset']}"
-        if r.get("topic"):
-            return f"{r['topic']}-{r['partition']}@{r['offset']}"
-        return ""
-
-    console.print(render.table(
-        ["time", "stage", "exception", "origin", "value"],
-        ((r["time"], r["stage"], f"{(r['exception'] or '').rsplit('.', 1)[-1]}: {r['message']}",
-          origin(r), r["value"]) for r in records),
-        title=f"{name}: {len(records)} rejected record(s)"))
+    rows = ((r["time"], r["stage"] or "",
+             f"{(r['exception'] or '').rsplit('.', 1)[-1]}: {r['message']}" if r["exception"]
+             else "", _origin(r), r["value"]) for r in records)
+    render.print_rows(console, ["time", "stage", "exception", "origin", "value"], rows,
+                      title=f"{name}: {len(records)} rejected record(s)")
 
 
 @dlq_app.command("replay")
-def dlq_replay(name: str, to: str = typer.Option(None, "--to",
-                                                 help="Send to this topic instead of the original.")) -> None:
-    """Re-send a connector's rejected records (e.g. after fixing a transform)."""
+def dlq_replay(name: str,
+               to: str = typer.Option(None, "--to",
+                                      help="Send to this topic instead of the original."),
+               output: Output | None = OutputOpt) -> None:
+    """Re-send a connector's rejected records (e.g. after fixing a transform); exits 1 when
+    there were records and none could be replayed."""
     params = {"to": to} if to else {}
     data = run(lambda: client().post(f"/connectors/{name}/dlq/replay", params=params))
-    console.print(f"{data['replayed']} record(s) replayed", highlight=False, markup=False)
+    if fmt(output) != "table":
+        render.dump(data, fmt(output), console)
+    else:
+        console.print(f"{data['replayed']} replayed, {data['skipped']} skipped, "
+                      f"{data['failed']} failed (of {data['total']} record(s) in {name}'s DLQ)",
+                      highlight=False, markup=False)
+        for entry in data["skipped_reasons"]:
+            console.print(f"  skipped {entry['count']}: {entry['reason']}", highlight=False,
+                          markup=False)
+        for entry in data["errors"]:
+            console.print(f"  failed {entry['count']}: {entry['error']}", highlight=False,
+                          markup=False)
+    if data["total"] and not data["replayed"]:
+        raise fail(f"nothing in {name}'s DLQ could be replayed", ExitStatus.ERROR)
+
+
+@dlq_app.command("purge")
+def dlq_purge(name: str,
+              yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+              output: Output | None = OutputOpt) -> None:
+    """Clear a connector's DLQ (e.g. after a replay): later shows and replays start after
+    what it holds now."""
+    c = client()
+    if not yes:
+        if not sys.stdin.isatty():
+            raise fail(f"purging {name}'s DLQ needs confirmation: add --yes", ExitStatus.USAGE)
+        if not typer.confirm(f"Purge every record in {name}'s DLQ?"):
+            raise fail("not purged", ExitStatus.ERROR)
+    data = run(lambda: c.delete(f"/connectors/{name}/dlq"))
+    done(f"{data['purged']} record(s) purged from {name}'s DLQ", output, data)
+
+
+# -- contexts --------------------------------------------------------------------------------
+
+
+def _contexts() -> Any:
+    from kctl.cli.contexts import Contexts
+
+    return run(Contexts.load)
+
+
+@context_app.command("set")
+def context_set(name: str, url: str = typer.Option(..., "--url", help="The worker's REST URL."),
+                use: bool = typer.Option(False, "--use", help="Make it the current context."),
+                output: Output | None = OutputOpt) -> None:
+    """Add or change a context (the first one becomes current)."""
+    ctx = _contexts()
+    run(lambda: ctx.set(name, url))
+    if use:
+        ctx.use(name)
+    run(ctx.save)
+    done(f"context {name} set to {ctx.contexts[name]['url']}"
+         + (" (current)" if ctx.current == name else ""), output, _context_json(ctx, name))
+
+
+def _context_json(ctx: Any, name: str) -> dict[str, Any]:
+    return {"name": name, "url": ctx.contexts[name]["url"], "current": ctx.current == name}
+
+
+@context_app.command("use")
+def context_use(name: str, output: Output | None = OutputOpt) -> None:
+    """Make a context the current one."""
+    ctx = _contexts()
+    run(lambda: ctx.use(name))
+    run(ctx.save)
+    done(f"now using context {name} ({ctx.contexts[name]['url']})", output,
+         _context_json(ctx, name))
+
+
+@context_app.command("list")
+def context_list(output: Output | None = OutputOpt) -> None:
+    """Contexts, the current one marked."""
+    ctx = _contexts()
+    data = [{"name": n, "url": c["url"], "current": n == ctx.current}
+            for n, c in sorted(ctx.contexts.items())]
+    if not render.dump(data, fmt(output), console):
+        console.print(render.table(["", "name", "url"], (
+            ("*" if d["current"] else "", d["name"], d["url"]) for d in data)))
+
+
+@context_app.command("current")
+def context_current(output: Output | None = OutputOpt) -> None:
+    """The current context and the URL commands use (after --url and KCTL_URL)."""
+    ctx = _contexts()
+    url = worker_url() or "http://127.0.0.1:8083"
+    name = state.context or ctx.current
+    source = ("--url / KCTL_URL" if state.url else f"context {name}" if name else "default")
+    if not render.dump({"name": name, "url": url, "from": source}, fmt(output), console):
+        console.print(f"{name or '(none)'}  {url}  (from {source})", highlight=False,
+                      markup=False)
+
+
+@context_app.command("delete")
+def context_delete(name: str, output: Output | None = OutputOpt) -> None:
+    """Forget a context."""
+    ctx = _contexts()
+    gone = run(lambda: _context_json(ctx, name) if name in ctx.contexts else ctx.get(name))
+    run(lambda: ctx.delete(name))
+    run(ctx.save)
+    done(f"context {name} deleted", output, gone)
 
 
 GLOBAL_FLAGS = frozenset({"--debug"})
-GLOBAL_VALUED = frozenset({"--url"})
+GLOBAL_VALUED = frozenset({"--url", "--context"})
 
 
 def hoist_global_options(args: list[str]) -> list[str]:
@@ -471,6 +766,9 @@ def hoist_global_options(args: list[str]) -> list[str]:
     Click binds options to the command they follow, so `kctl connector list --url U` would
     be "No such option". Nothing after `--` is touched.
     """
+    words = [a for a in args if not a.startswith("-")][:2]
+    if words == ["context", "set"]:
+        return args  # its --url is the context's, not the worker to call
     front: list[str] = []
     rest: list[str] = []
     i = 0
@@ -490,13 +788,27 @@ def hoist_global_options(args: list[str]) -> list[str]:
     return front + rest
 
 
+def _debug_exit_status(e: BaseException) -> ExitStatus:
+    """With --debug errors are raised to show their traceback; the exit status stays."""
+    if isinstance(e, ClientError):
+        return exit_status(e)
+    if isinstance(e, NotFoundError):
+        return ExitStatus.NOT_FOUND
+    if isinstance(e, KctlError):
+        return ExitStatus.USAGE
+    return ExitStatus.ERROR
+
+
 def main() -> None:
     """The `kctl` console script: an unexpected exception is still one line without --debug."""
     try:
         app(args=hoist_global_options(sys.argv[1:]), prog_name="kctl")
-    except Exception as e:  # a kctl bug, not a user error; --debug shows where
+    except Exception as e:  # a kctl bug, or an error raised for --debug to show
         if state.debug:
-            raise
+            import traceback
+
+            traceback.print_exc()
+            sys.exit(_debug_exit_status(e))
         print_error(f"unexpected {type(e).__name__}: {e} (run with --debug for the traceback)")
         sys.exit(ExitStatus.ERROR)
 

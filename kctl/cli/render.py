@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TextIO
 
 import yaml
 from rich.console import Console
@@ -19,8 +19,9 @@ STATE_STYLE = {"RUNNING": "green", "FAILED": "bold red", "PAUSED": "yellow",
                "STOPPED": "yellow", "UNASSIGNED": "dim", "RESTARTING": "cyan"}
 
 
-class _YamlDumper(yaml.SafeDumper):
-    """Multi-line strings (stack traces) as literal blocks, so their indentation reads as is."""
+class _YamlDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """Multi-line strings (stack traces) as literal blocks, so their indentation reads as is.
+    libyaml's emitter when PyYAML has it: about four times faster on a large DLQ."""
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -31,13 +32,16 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _YamlDumper.add_representer(str, _represent_str)
 
 
+NO_WRAP = 2**31 - 1  # libyaml takes an int width; nothing is that long
+
+
 def machine_text(data: Any, fmt: str) -> str:
     """JSON or YAML exactly as a program reads it: never wrapped at a width, never coloured."""
     if fmt == "json":
         # json escapes C0 controls itself; DEL and C1 (0x9b is a CSI) only with ensure_ascii
         return json.dumps(data, indent=2, ensure_ascii=False).translate(_JSON_CONTROL)
     return yaml.dump(data, Dumper=_YamlDumper, sort_keys=False, allow_unicode=True,
-                     width=float("inf")).rstrip()
+                     width=NO_WRAP).rstrip()
 
 
 def dump(data: Any, fmt: str, console: Console) -> bool:
@@ -80,6 +84,45 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | No
     for r in rows:
         t.add_row(*(cell(v) for v in r))
     return t
+
+
+def stream(items: Sequence[Any], fmt: str, out: TextIO) -> None:
+    """A JSON array or YAML list written item by item, so a large answer is never held
+    twice as one string."""
+    if fmt == "json":
+        out.write("[")
+        for i, item in enumerate(items):
+            out.write(("," if i else "") + "\n  " + machine_text(item, "json").replace("\n", "\n  "))
+        out.write("\n]\n" if items else "]\n")
+    else:
+        for item in items:
+            out.write(machine_text([item], "yaml") + "\n")
+        if not items:
+            out.write("[]\n")
+    out.flush()
+
+
+# Above this many rows a table is written as aligned plain text: rich measures every cell
+# (7 s for 10k rows of a DLQ here), plain text takes milliseconds.
+RICH_TABLE_ROWS = 500
+
+
+def print_rows(console: Console, columns: Sequence[str], rows: Iterable[Sequence[Any]],
+               title: str | None = None) -> None:
+    """A table: rich's for a screenful, aligned plain text (as kubectl's) for many rows."""
+    rows = [tuple(escape_control("" if v is None else str(v)) for v in r) for r in rows]
+    if len(rows) <= RICH_TABLE_ROWS:
+        console.print(table(columns, rows, title))
+        return
+    widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
+    out = console.file
+    if title:
+        out.write(title + "\n")
+    out.write("  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()
+              + "\n")
+    for r in rows:
+        out.write("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() + "\n")
+    out.flush()
 
 
 def state(s: str) -> Text:

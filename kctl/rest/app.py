@@ -206,11 +206,15 @@ def create_app(herder: Herder) -> FastAPI:
     # kctl extension: the dead letter queue of a connector
     @app.get("/connectors/{name}/dlq")
     def dlq(name: str, limit: int = 1000) -> Any:
-        return {"records": herder.dlq_records(name, limit)}  # type: ignore[attr-defined]
+        return {"records": herder.dlq_records(name, limit)}
 
     @app.post("/connectors/{name}/dlq/replay")
     def dlq_replay(name: str, to: str | None = None) -> Any:
-        return {"replayed": herder.dlq_replay(name, to)}  # type: ignore[attr-defined]
+        return herder.dlq_replay(name, to).to_json()
+
+    @app.delete("/connectors/{name}/dlq")
+    def dlq_purge(name: str) -> Any:
+        return {"purged": herder.dlq_purge(name)}
 
     @app.get("/connector-plugins")
     def plugins(connectorsOnly: bool = True) -> Any:

@@ -76,6 +76,34 @@ SINK = (
 )
 
 
+# Keys under these prefixes are free by design: transform and predicate settings (checked
+# by the chain), client pass-through settings, converter settings, topic creation groups.
+FREE_PREFIXES = ("transforms.", "predicates.", "producer.override.", "consumer.override.",
+                 "admin.override.", "key.converter.", "value.converter.", "header.converter.",
+                 "topic.creation.")
+
+
+def unknown_keys(config: Mapping[str, Any], known: set[str]) -> list[str]:
+    """Warnings for keys nothing reads, each with a did-you-mean when one is close. Not
+    errors: Kafka Connect accepts free keys and plugins may read keys they do not define."""
+    import difflib
+
+    warnings = []
+    for key in sorted(config):
+        if key in known or key.startswith(FREE_PREFIXES):
+            continue
+        close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        warnings.append(f"unknown key {key!r}{hint}: no setting of this connector reads it")
+    return warnings
+
+
+def known_keys(validation: Mapping[str, Any]) -> set[str]:
+    """The keys a validation result defines (Kafka's ConfigInfos `configs`)."""
+    return {c["definition"]["name"] for c in validation.get("configs", [])
+            if "type" in c.get("definition", {})}
+
+
 def connector_def(is_sink: bool) -> ConfigDef:
     return COMMON.merge(SINK) if is_sink else COMMON
 

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kctl.states import ConnectorInfo, ConnectorStatus, PluginInfo, TargetState, TaskStatus
+
+if TYPE_CHECKING:
+    from kctl.runtime.dlq import ReplayReport
 
 
 class Herder(ABC):
@@ -110,3 +113,19 @@ class Herder(ABC):
 
     @abstractmethod
     def healthy(self) -> tuple[bool, str]: ...
+
+    # -- the dead letter queue (kctl's extension; sources have one too)
+
+    @abstractmethod
+    def dlq_records(self, name: str, limit: int = 1000) -> list[dict[str, Any]]:
+        """The connector's DLQ records since the last purge, oldest first; NotFoundError
+        when it has no DLQ."""
+
+    @abstractmethod
+    def dlq_replay(self, name: str, to_topic: str | None = None) -> ReplayReport:
+        """Re-send them (to their original topic, or `to_topic`), counting what was sent,
+        skipped and why, and what failed."""
+
+    @abstractmethod
+    def dlq_purge(self, name: str) -> int:
+        """Hide every record the DLQ holds now from later reads and replays."""

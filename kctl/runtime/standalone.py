@@ -12,7 +12,7 @@ import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kctl import __version__
 from kctl.errors import (
@@ -34,6 +34,9 @@ from kctl.runtime.plugins import Plugins
 from kctl.runtime.validation import plugin_config_keys, raise_if_invalid, validate_config
 from kctl.runtime.worker import ConnectorListener, Worker
 from kctl.runtime.worker_config import BOOTSTRAP_SERVERS_CONFIG
+
+if TYPE_CHECKING:
+    from kctl.runtime.dlq import ReplayReport
 from kctl.states import (
     ConnectorInfo,
     ConnectorStatus,
@@ -445,20 +448,29 @@ class StandaloneHerder(Herder, ConnectorListener):
         return topic
 
     def dlq_records(self, name: str, limit: int = 1000) -> list[dict[str, Any]]:
-        from kctl.runtime.dlq import describe, read_topic
+        from kctl.runtime.dlq import describe, purge_group, read_topic, start_offsets
 
         topic = self._dlq_topic(name)
-        return [describe(r) for r in read_topic(self._w.transport, topic, limit=limit)]
+        transport = self._w.transport
+        start = start_offsets(transport, topic, purge_group(name))
+        return [describe(r) for r in read_topic(transport, topic, limit=limit, start=start)]
 
-    def dlq_replay(self, name: str, to_topic: str | None = None) -> int:
-        from kctl.runtime.dlq import read_topic, replay
+    def dlq_replay(self, name: str, to_topic: str | None = None) -> ReplayReport:
+        from kctl.runtime.dlq import purge_group, read_topic, replay, start_offsets
 
         topic = self._dlq_topic(name)
         config = self._require(name)
-        records = read_topic(self._w.transport, topic)
+        transport = self._w.transport
+        records = read_topic(transport, topic,
+                             start=start_offsets(transport, topic, purge_group(name)))
         is_source = not self._is_sink(config)
-        return replay(records, self._w.transport, to_topic=to_topic, is_source=is_source,
+        return replay(records, transport, to_topic=to_topic, is_source=is_source,
                       resend_source=self._w.source_replayer(config))
+
+    def dlq_purge(self, name: str) -> int:
+        from kctl.runtime.dlq import purge, purge_group
+
+        return purge(self._w.transport, self._dlq_topic(name), purge_group(name))
 
     # -- plugins ----------------------------------------------------------------------------------
     def plugins(self, connectors_only: bool = True) -> list[PluginInfo]:

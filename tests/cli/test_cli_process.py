@@ -19,6 +19,8 @@ import pytest
 from support.broker import free_port
 from support.waiting import wait_until
 
+from kctl.exit_status import ExitStatus
+
 HEAVY = ("pyspark", "pyarrow", "pandas", "fastapi", "uvicorn", "py4j", "confluent_kafka")
 
 
@@ -56,7 +58,7 @@ def test_client_commands_import_no_spark_arrow_or_server(kctl_worker_url):
                  ["connector", "offsets", "get", "nope"], ["dlq", "show", "nope"]):
         code, heavy = modules_after(["--url", kctl_worker_url, *args])
         assert heavy == [], f"kctl {' '.join(args)} imported {heavy}"
-        assert code in (0, 2), (args, code)
+        assert code in (ExitStatus.SUCCESS, ExitStatus.NOT_FOUND), (args, code)
 
 
 def test_rebalance_explain_imports_no_spark_arrow_or_server():
@@ -65,10 +67,10 @@ def test_rebalance_explain_imports_no_spark_arrow_or_server():
     assert code == 0 and heavy == []
 
 
-def test_unreachable_worker_is_one_line_and_exit_1():
+def test_unreachable_worker_is_one_line_and_its_own_exit_status():
     url = f"http://127.0.0.1:{free_port()}"
     r = kctl("--url", url, "connector", "list")
-    assert r.returncode == 1
+    assert r.returncode == ExitStatus.UNREACHABLE
     assert r.stderr.strip().splitlines() == [r.stderr.strip()], r.stderr  # one line
     assert r.stderr.startswith("error: cannot reach kctl worker at " + url)
     assert "Traceback" not in r.stderr and r.stdout == ""
@@ -77,7 +79,7 @@ def test_unreachable_worker_is_one_line_and_exit_1():
 def test_debug_shows_the_traceback():
     url = f"http://127.0.0.1:{free_port()}"
     r = kctl("--url", url, "--debug", "connector", "list")
-    assert r.returncode == 1
+    assert r.returncode == ExitStatus.UNREACHABLE  # the traceback, and the same status
     assert "Traceback (most recent call last)" in r.stderr
     assert "ClientError: cannot reach kctl worker" in r.stderr
 
@@ -87,7 +89,8 @@ def test_global_options_work_after_the_subcommand(tail):
     url = f"http://127.0.0.1:{free_port()}"
     r = kctl("connector", "list", *(t.format(url=url) for t in tail))
     assert "No such option" not in r.stderr
-    assert r.returncode == 1 and f"cannot reach kctl worker at {url}" in r.stderr
+    assert r.returncode == ExitStatus.UNREACHABLE
+    assert f"cannot reach kctl worker at {url}" in r.stderr
 
 
 def test_url_comes_from_kctl_url_in_the_environment():
@@ -95,7 +98,7 @@ def test_url_comes_from_kctl_url_in_the_environment():
 
     url = f"http://127.0.0.1:{free_port()}"
     r = kctl("connector", "list", env={**os.environ, "KCTL_URL": url})
-    assert r.returncode == 1 and url in r.stderr
+    assert r.returncode == ExitStatus.UNREACHABLE and url in r.stderr
 
 
 def assert_refused_before_any_state(r: subprocess.CompletedProcess[str], state: Path) -> str:
@@ -165,6 +168,29 @@ def test_worker_start_with_a_bad_connector_file_starts_nothing(tmp_path, content
     assert str(connector) in err and fragment in err, err
     if isinstance(content, str) and "count: many" in content:  # each field problem on its own line
         assert "  - count: Invalid value 'many'" in err and "  - topic: Missing required" in err
+
+
+def test_worker_start_lists_every_problem_of_every_connector_file_at_once(tmp_path):
+    state = tmp_path / "state"
+    cfg = tmp_path / "worker.yaml"
+    cfg.write_text(f"state.dir: {state}\nlisteners: http://127.0.0.1:{free_port()}\n")
+    source = "connector.class: support.connectors.CounterSourceConnector\n"
+    files = {"a.yaml": f"name: a\n{source}count: many\n",
+             "b.yaml": "name: [oops\n",
+             "c.yaml": f"name: c\n{source}topic: t\nper.pol: 5\n",  # fine, but a typo
+             "d.yaml": f"name: d\n{source}topic: t\ncount: '1.5'\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    r = kctl("worker", "start", str(cfg), *(str(tmp_path / n) for n in files),
+             env=with_test_plugins())
+    err = assert_refused_before_any_state(r, state)
+    assert "3 connector files have problems:" in err
+    for name, fragment in [("a.yaml", "connector a is invalid"), ("b.yaml", "not valid YAML"),
+                           ("d.yaml", "connector d is invalid")]:
+        assert f"{tmp_path / name}" in err and fragment in err, (name, err)
+    assert "  - count: Invalid value 'many'" in err and "  - topic: Missing required" in err
+    assert f"warning: {tmp_path / 'c.yaml'}: connector c: unknown key 'per.pol' " \
+           "(did you mean 'per.poll'?)" in err
 
 
 def test_ctrl_c_stops_the_worker_cleanly_with_exit_0(tmp_path):

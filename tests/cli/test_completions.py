@@ -218,7 +218,7 @@ def test_bash_completes_commands_and_subcommands():
     assert offered.words == ["status", "stop"] and not offered.default
     assert _kctl_bash("kctl", "connector", "offsets", "").words == ["get", "set", "reset"]
     assert _kctl_bash("kctl", "rebalance", "").words == ["explain"]
-    assert _kctl_bash("kctl", "dlq", "").words == ["show", "replay"]
+    assert _kctl_bash("kctl", "dlq", "").words == ["show", "replay", "purge"]
     assert _kctl_bash("kctl", "--url", "http://w:8083", "conn").words == ["connector"]
 
 

@@ -38,4 +38,5 @@ def test_no_bare_exit_numbers_at_the_edges():
 
 def test_the_table_keeps_the_documented_numbers():
     assert [(s.name, int(s)) for s in ExitStatus] == [
-        ("SUCCESS", 0), ("ERROR", 1), ("USAGE", 2), ("INTERRUPTED", 130)]
+        ("SUCCESS", 0), ("ERROR", 1), ("USAGE", 2), ("NOT_FOUND", 3), ("CONFLICT", 4),
+        ("UNREACHABLE", 5), ("INTERRUPTED", 130)]

@@ -9,7 +9,7 @@
 _kctl_command() {
     case $1 in
         'kctl')
-            subs='worker connector plugins dlq context rebalance'
+            subs='worker connector plugins dlq context logger rebalance'
             opts='--url --context --output -o --debug --install-completion --show-completion --help'
             vopts='--url --context --output -o' ;;
         'kctl worker')
@@ -140,6 +140,22 @@ _kctl_command() {
             subs=''
             opts='--output -o --help'
             vopts='--output -o' ;;
+        'kctl logger')
+            subs='list get set'
+            opts='--help'
+            vopts='' ;;
+        'kctl logger list')
+            subs=''
+            opts='--output -o --help'
+            vopts='--output -o' ;;
+        'kctl logger get')
+            subs=''
+            opts='--output -o --help'
+            vopts='--output -o' ;;
+        'kctl logger set')
+            subs=''
+            opts='--output -o --help'
+            vopts='--output -o' ;;
         'kctl rebalance')
             subs='explain'
             opts='--help'
@@ -208,6 +224,12 @@ _kctl_value() {
         'kctl context current --output'|'kctl context current -o')
             kind=choice words='table json yaml' ;;
         'kctl context delete --output'|'kctl context delete -o')
+            kind=choice words='table json yaml' ;;
+        'kctl logger list --output'|'kctl logger list -o')
+            kind=choice words='table json yaml' ;;
+        'kctl logger get --output'|'kctl logger get -o')
+            kind=choice words='table json yaml' ;;
+        'kctl logger set --output'|'kctl logger set -o')
             kind=choice words='table json yaml' ;;
         'kctl rebalance explain --scenario'|'kctl rebalance explain -s')
             kind=file ;;

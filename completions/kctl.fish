@@ -6,7 +6,7 @@
 function __kctl_subcommands --description 'Subcommands of the kctl command path in argv'
     switch "$argv"
         case ''
-            printf '%s\n' worker connector plugins dlq context rebalance
+            printf '%s\n' worker connector plugins dlq context logger rebalance
         case 'worker'
             printf '%s\n' start
         case 'connector'
@@ -19,6 +19,8 @@ function __kctl_subcommands --description 'Subcommands of the kctl command path 
             printf '%s\n' show replay purge
         case 'context'
             printf '%s\n' set use list current delete
+        case 'logger'
+            printf '%s\n' list get set
         case 'rebalance'
             printf '%s\n' explain
     end
@@ -78,6 +80,12 @@ function __kctl_value_options --description 'Options of the kctl command path in
             printf '%s\n' --output -o
         case 'context delete'
             printf '%s\n' --output -o
+        case 'logger list'
+            printf '%s\n' --output -o
+        case 'logger get'
+            printf '%s\n' --output -o
+        case 'logger set'
+            printf '%s\n' --output -o
         case 'rebalance explain'
             printf '%s\n' --scenario -s --kind --protocol --workers --connectors --tasks --topics --partitions --join --leave --crash --advance --delay --session-timeout --output -o --width
     end
@@ -136,6 +144,7 @@ complete -c kctl -n '__kctl_at' -a connector -d 'Manage connectors on a worker.'
 complete -c kctl -n '__kctl_at' -a plugins -d 'Connector plugins the worker knows.'
 complete -c kctl -n '__kctl_at' -a dlq -d 'A connector\'s dead letter queue.'
 complete -c kctl -n '__kctl_at' -a context -d 'Named worker URLs (kcctl\'s contexts).'
+complete -c kctl -n '__kctl_at' -a logger -d 'A worker\'s log levels at run time (KIP-495).'
 complete -c kctl -n '__kctl_at' -a rebalance -d 'Simulate Kafka Connect and consumer group rebalances and explain every round.'
 complete -c kctl -n '__kctl_at' -l url -x -d 'Worker REST URL [default: the current context\'s, else http://127.0.0.1:8083]'
 complete -c kctl -n '__kctl_at' -l context -x -d 'Use this context\'s URL.'
@@ -313,6 +322,24 @@ complete -c kctl -n '__kctl_at context current' -l help -d 'Show this message an
 # kctl context delete
 complete -c kctl -n '__kctl_at context delete' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
 complete -c kctl -n '__kctl_at context delete' -l help -d 'Show this message and exit.'
+
+# kctl logger
+complete -c kctl -n '__kctl_at logger' -a list -d 'Root and every logger with a level of its own.'
+complete -c kctl -n '__kctl_at logger' -a get -d 'A logger\'s effective level.'
+complete -c kctl -n '__kctl_at logger' -a set -d 'Set a logger\'s level (and its descendants\' that have their own) on the worker.'
+complete -c kctl -n '__kctl_at logger' -l help -d 'Show this message and exit.'
+
+# kctl logger list
+complete -c kctl -n '__kctl_at logger list' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at logger list' -l help -d 'Show this message and exit.'
+
+# kctl logger get
+complete -c kctl -n '__kctl_at logger get' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at logger get' -l help -d 'Show this message and exit.'
+
+# kctl logger set
+complete -c kctl -n '__kctl_at logger set' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at logger set' -l help -d 'Show this message and exit.'
 
 # kctl rebalance
 complete -c kctl -n '__kctl_at rebalance' -a explain -d 'Simulate a scenario and explain each rebalance round.'

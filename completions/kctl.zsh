@@ -28,6 +28,7 @@ _kctl() {
                 'plugins:Connector plugins the worker knows.'
                 'dlq:A connector'\''s dead letter queue.'
                 'context:Named worker URLs (kcctl'\''s contexts).'
+                'logger:A worker'\''s log levels at run time (KIP-495).'
                 'rebalance:Simulate Kafka Connect and consumer group rebalances and explain every round.'
             )
             _describe -t commands 'kctl command' commands && ret=0 ;;
@@ -39,6 +40,7 @@ _kctl() {
                 plugins) _kctl_plugins && ret=0 ;;
                 dlq) _kctl_dlq && ret=0 ;;
                 context) _kctl_context && ret=0 ;;
+                logger) _kctl_logger && ret=0 ;;
                 rebalance) _kctl_rebalance && ret=0 ;;
             esac ;;
     esac
@@ -470,6 +472,60 @@ _kctl_context_delete() {
         '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
         '--help[Show this message and exit.]' \
         '1:name: '
+}
+
+# kctl logger
+_kctl_logger() {
+    local curcontext=$curcontext state state_descr line ret=1
+    typeset -A opt_args
+    _arguments -C \
+        '--help[Show this message and exit.]' \
+        '1:command:->command' \
+        '*::argument:->argument' && ret=0
+    case $state in
+        command)
+            local -a commands=(
+                'list:Root and every logger with a level of its own.'
+                'get:A logger'\''s effective level.'
+                'set:Set a logger'\''s level (and its descendants'\'' that have their own) on the worker.'
+            )
+            _describe -t commands 'kctl logger command' commands && ret=0 ;;
+        argument)
+            curcontext=${curcontext%:*:*}:kctl-logger-$line[1]:
+            case $line[1] in
+                list) _kctl_logger_list && ret=0 ;;
+                get) _kctl_logger_get && ret=0 ;;
+                set) _kctl_logger_set && ret=0 ;;
+            esac ;;
+    esac
+    return ret
+}
+
+# kctl logger list
+_kctl_logger_list() {
+    _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]'
+}
+
+# kctl logger get
+_kctl_logger_get() {
+    _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]' \
+        '1:name: '
+}
+
+# kctl logger set
+_kctl_logger_set() {
+    _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]' \
+        '1:name: ' \
+        '2:level: '
 }
 
 # kctl rebalance

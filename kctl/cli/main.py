@@ -34,12 +34,15 @@ offsets_app = typer.Typer(help="Read and change a connector's offsets.", no_args
 plugins_app = typer.Typer(help="Connector plugins the worker knows.", no_args_is_help=True)
 dlq_app = typer.Typer(help="A connector's dead letter queue.", no_args_is_help=True)
 context_app = typer.Typer(help="Named worker URLs (kcctl's contexts).", no_args_is_help=True)
+logger_app = typer.Typer(help="A worker's log levels at run time (KIP-495).",
+                         no_args_is_help=True)
 app.add_typer(worker_app, name="worker")
 app.add_typer(connector_app, name="connector")
 connector_app.add_typer(offsets_app, name="offsets")
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(dlq_app, name="dlq")
 app.add_typer(context_app, name="context")
+app.add_typer(logger_app, name="logger")
 try:
     from kctl.cli.rebalance import app as rebalance_app
 
@@ -684,6 +687,42 @@ def dlq_purge(name: str,
             raise fail("not purged", ExitStatus.ERROR)
     data = run(lambda: c.delete(f"/connectors/{name}/dlq"))
     done(f"{data['purged']} record(s) purged from {name}'s DLQ", output, data)
+
+
+# -- loggers ---------------------------------------------------------------------------------
+
+
+def _logger_rows(data: dict[str, Any]) -> Any:
+    return ((name, entry["level"], "" if entry.get("last_modified") is None else
+             time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry["last_modified"] / 1000)))
+            for name, entry in data.items())
+
+
+@logger_app.command("list")
+def logger_list(output: Output | None = OutputOpt) -> None:
+    """Root and every logger with a level of its own."""
+    data = run(lambda: client().get("/admin/loggers"))
+    if not render.dump(data, fmt(output), console):
+        console.print(render.table(["logger", "level", "last modified"], _logger_rows(data)))
+
+
+@logger_app.command("get")
+def logger_get(name: str, output: Output | None = OutputOpt) -> None:
+    """A logger's effective level."""
+    data = run(lambda: client().get(f"/admin/loggers/{name}"))
+    if not render.dump(data, fmt(output), console):
+        console.print(render.table(["logger", "level", "last modified"],
+                                   _logger_rows({name: data})))
+
+
+@logger_app.command("set")
+def logger_set(name: str, level: str = typer.Argument(
+        ..., help="TRACE, DEBUG, INFO, WARN, ERROR, FATAL or OFF"),
+        output: Output | None = OutputOpt) -> None:
+    """Set a logger's level (and its descendants' that have their own) on the worker."""
+    c = client()
+    touched = run(lambda: c.put(f"/admin/loggers/{name}", json={"level": level.upper()}))
+    done(f"{level.upper()}: {', '.join(touched)}", output, touched)
 
 
 # -- contexts --------------------------------------------------------------------------------

@@ -6,13 +6,17 @@ plus `errors` (field -> messages) for invalid configs so clients can show a tabl
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from http import HTTPStatus
+from typing import Any, Literal
 from urllib.parse import quote
 
 from fastapi import Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from kctl import __version__
 from kctl.errors import (
@@ -25,6 +29,7 @@ from kctl.errors import (
     ValidationError,
 )
 from kctl.runtime.herder import Herder
+from kctl.runtime.loggers import LEVELS, Loggers
 from kctl.states import TargetState
 
 STATUS_BY_ERROR: list[tuple[type[KctlError], int]] = [
@@ -37,11 +42,109 @@ STATUS_BY_ERROR: list[tuple[type[KctlError], int]] = [
 ]
 
 
-def error_response(code: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error_code": code, "message": message, **extra}, status_code=code)
+def error_response(code: int, message: str, headers: Mapping[str, str] | None = None,
+                   **extra: Any) -> JSONResponse:
+    return JSONResponse({"error_code": code, "message": message, **extra}, status_code=code,
+                        headers=dict(headers or {}))
 
 
-def create_app(herder: Herder) -> FastAPI:
+# The error answers each operation can give, so the OpenAPI document declares exactly them
+# (and not FastAPI's default 422: request validation answers 400 here, as Kafka Connect).
+# 400 wherever a parameter or body can be malformed; 404 for a named connector or plugin.
+ERRORS_BY_OPERATION: dict[tuple[str, str], tuple[int, ...]] = {
+    ("get", "/"): (),
+    ("get", "/health"): (503,),
+    ("get", "/connectors"): (400,),
+    ("post", "/connectors"): (400, 409),
+    ("get", "/connectors/{name}"): (404,),
+    ("get", "/connectors/{name}/config"): (404,),
+    ("put", "/connectors/{name}/config"): (400, 409),
+    ("patch", "/connectors/{name}/config"): (400, 404, 409),
+    ("get", "/connectors/{name}/status"): (404,),
+    ("get", "/connectors/{name}/tasks"): (404,),
+    ("get", "/connectors/{name}/tasks/{task}/status"): (400, 404),
+    ("post", "/connectors/{name}/restart"): (400, 404),
+    ("post", "/connectors/{name}/tasks/{task}/restart"): (400, 404),
+    ("put", "/connectors/{name}/pause"): (404,),
+    ("put", "/connectors/{name}/resume"): (404,),
+    ("put", "/connectors/{name}/stop"): (404,),
+    ("delete", "/connectors/{name}"): (404,),
+    ("get", "/connectors/{name}/offsets"): (404,),
+    ("patch", "/connectors/{name}/offsets"): (400, 404),
+    ("delete", "/connectors/{name}/offsets"): (400, 404),
+    ("get", "/connectors/{name}/topics"): (404,),
+    ("put", "/connectors/{name}/topics/reset"): (404,),
+    ("get", "/connectors/{name}/dlq"): (400, 404),
+    ("post", "/connectors/{name}/dlq/replay"): (400, 404),
+    ("delete", "/connectors/{name}/dlq"): (404,),
+    ("get", "/admin/loggers"): (),
+    ("get", "/admin/loggers/{logger}"): (404,),
+    ("put", "/admin/loggers/{logger}"): (400,),
+    ("get", "/connector-plugins"): (400,),
+    ("get", "/connector-plugins/{plugin}/config"): (404,),
+    ("put", "/connector-plugins/{plugin}/config/validate"): (400,),
+}
+
+ERROR_SCHEMA = {
+    "type": "object", "required": ["error_code", "message"],
+    "properties": {
+        "error_code": {"type": "integer", "description": "The HTTP status code"},
+        "message": {"type": "string"},
+        "errors": {"type": "object", "description": "Invalid config: key -> messages",
+                   "additionalProperties": {"type": "array", "items": {"type": "string"}}},
+    },
+}
+# Config values are strings in Kafka Connect; YAML users send numbers, booleans and lists
+# too (made strings), and null (ignored).
+_CONFIG_VALUE = {"anyOf": [{"type": ["string", "number", "boolean", "null"]},
+                           {"type": "array", "items": {"type": ["string", "number", "boolean"]}}]}
+_CONFIG_MAP = {"type": "object", "additionalProperties": _CONFIG_VALUE}
+_OFFSET_ENTRY = {"type": "object", "required": ["partition"], "properties": {
+    "partition": {"type": "object"}, "offset": {"type": ["object", "null"]}}}
+
+# Request bodies as the handlers read them (FastAPI only knows "an object").
+BODIES: dict[tuple[str, str], dict[str, Any]] = {
+    ("post", "/connectors"): {
+        "type": "object", "required": ["name", "config"], "properties": {
+            "name": {"type": "string", "minLength": 1, "pattern": "^[^/]+$"},
+            "config": _CONFIG_MAP,
+            "initial_state": {"type": "string", "enum": ["RUNNING", "PAUSED", "STOPPED"]}}},
+    ("put", "/connectors/{name}/config"): _CONFIG_MAP,
+    ("patch", "/connectors/{name}/config"): _CONFIG_MAP,  # null removes a key
+    ("patch", "/connectors/{name}/offsets"): {
+        "type": "object", "required": ["offsets"],
+        "properties": {"offsets": {"type": "array", "items": _OFFSET_ENTRY}}},
+    ("put", "/admin/loggers/{logger}"): {
+        "type": "object", "required": ["level"], "properties": {
+            "level": {"type": "string", "enum": list(LEVELS)}}},
+    ("put", "/connector-plugins/{plugin}/config/validate"): _CONFIG_MAP,
+}
+
+
+def exact_openapi(doc: dict[str, Any]) -> dict[str, Any]:
+    """FastAPI's document made to say what the handlers do: their error answers with the
+    error schema, their request bodies, and no 422."""
+    doc.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    for name in ("HTTPValidationError", "ValidationError"):
+        doc["components"]["schemas"].pop(name, None)
+    for path, operations in doc.get("paths", {}).items():
+        for method, op in operations.items():
+            responses = op.setdefault("responses", {})
+            responses.pop("422", None)
+            for code in ERRORS_BY_OPERATION.get((method, path), ()):
+                responses[str(code)] = {
+                    "description": HTTPStatus(code).phrase,
+                    "content": {"application/json": {
+                        "schema": {"$ref": "#/components/schemas/Error"}}}}
+            body = BODIES.get((method, path))
+            if body is not None:
+                op["requestBody"] = {"required": True, "content": {
+                    "application/json": {"schema": body}}}
+    return doc
+
+
+def create_app(herder: Herder, loggers: Loggers | None = None) -> FastAPI:
+    loggers = loggers or Loggers()
     app = FastAPI(title="kctl", version=__version__,
                   description="Kafka-Connect-compatible REST API of a kctl worker")
 
@@ -55,7 +158,27 @@ def create_app(herder: Herder) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return error_response(exc.status_code, str(exc.detail))
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # every method of the path, not only the first route's
+            headers["Allow"] = ", ".join(sorted(allowed_methods(request.scope)))
+        return error_response(exc.status_code, str(exc.detail), headers)
+
+    def allowed_methods(scope: Any) -> set[str]:
+        methods: set[str] = set()
+        for route in app.router.routes:
+            match, _ = route.matches(scope)
+            if match is not Match.NONE:
+                methods |= set(getattr(route, "methods", None) or ())
+        return methods
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = exact_openapi(get_openapi(
+                title=app.title, version=app.version, description=app.description,
+                routes=app.routes))
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -215,6 +338,20 @@ def create_app(herder: Herder) -> FastAPI:
     @app.delete("/connectors/{name}/dlq")
     def dlq_purge(name: str) -> Any:
         return {"purged": herder.dlq_purge(name)}
+
+    # KIP-495: log levels at run time (this worker's: scope=cluster, KIP-976, is refused)
+    @app.get("/admin/loggers")
+    def list_loggers() -> Any:
+        return loggers.all()
+
+    @app.get("/admin/loggers/{logger}")
+    def get_logger(logger: str) -> Any:
+        return loggers.get(logger)
+
+    @app.put("/admin/loggers/{logger}")
+    def set_logger(logger: str, body: dict[str, Any] = Body(...),
+                   scope: Literal["worker"] = "worker") -> Any:
+        return loggers.set(logger, body.get("level"))
 
     @app.get("/connector-plugins")
     def plugins(connectorsOnly: bool = True) -> Any:

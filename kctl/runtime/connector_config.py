@@ -139,7 +139,10 @@ def as_strings(config: Mapping[str, Any]) -> dict[str, str]:
         if isinstance(v, bool):
             out[k] = str(v).lower()
         elif isinstance(v, list | tuple):
-            out[k] = ",".join(str(x) for x in v)
+            if not all(isinstance(x, str | int | float) for x in v):
+                raise ConfigError(f"config value for {k!r} must be a string or a list of "
+                                  "strings and numbers", key=k)
+            out[k] = ",".join(str(x).lower() if isinstance(x, bool) else str(x) for x in v)
         elif isinstance(v, dict):
             raise ConfigError(f"config value for {k!r} must be a string, not a mapping", key=k)
         else:

@@ -198,3 +198,37 @@ def test_dlq_show_replay_and_purge_say_what_happened(kctl, worker):
     produce(worker.transport, topic, [b"{nope"])
     wait_until(lambda: len(worker.herder.dlq_records("sink")) == 1, timeout=60,
                message="a new failure after the purge")
+
+
+def test_log_levels_change_at_run_time_as_kip_495(kctl, worker):
+    import logging
+
+    import httpx
+
+    child = logging.getLogger("kctl.runtime.tasks.sink")
+    own = logging.getLogger("kctl.transport.kafka")
+    own.setLevel(logging.ERROR)  # a logger with a level of its own
+    try:
+        listed = json.loads(kctl.ok("logger", "list", "-o", "json"))
+        assert listed["root"]["level"] in ("INFO", "WARN", "DEBUG", "ERROR", "TRACE")
+        assert listed["kctl.transport.kafka"] == {"level": "ERROR", "last_modified": None}
+
+        out = kctl.ok("logger", "set", "kctl", "debug")
+        assert out.startswith("DEBUG: kctl, ") and "kctl.transport.kafka" in out
+        assert child.getEffectiveLevel() == logging.DEBUG, "inherited"
+        assert own.level == logging.DEBUG, "a descendant's own level is set too"
+        got = json.loads(kctl.ok("logger", "get", "kctl.runtime.tasks.sink", "-o", "json"))
+        assert got["level"] == "DEBUG" and got["last_modified"] > 0
+
+        # Kafka Connect's REST shapes, for clients that already speak them
+        r = httpx.put(f"{kctl.url}/admin/loggers/kctl.runtime", json={"level": "TRACE"})
+        assert r.status_code == 200 and "kctl.runtime.tasks.sink" in r.json()
+        assert child.getEffectiveLevel() == 5
+        r = httpx.put(f"{kctl.url}/admin/loggers/kctl", json={"level": "LOUD"})
+        assert r.status_code == 400 and "Invalid log level 'LOUD'" in r.json()["message"]
+        r = kctl("logger", "get", "no.such.logger")
+        assert r.exit_code == ExitStatus.NOT_FOUND and "Logger no.such.logger not found" in r.stderr
+    finally:
+        for name in ("kctl", "kctl.runtime", "kctl.runtime.tasks.sink"):
+            logging.getLogger(name).setLevel(logging.NOTSET)
+        own.setLevel(logging.NOTSET)

@@ -38,8 +38,8 @@ _kctl_command() {
             vopts='--output -o' ;;
         'kctl connector status')
             subs=''
-            opts='--output -o --help'
-            vopts='--output -o' ;;
+            opts='--output -o --metrics --interval --help'
+            vopts='--output -o --interval' ;;
         'kctl connector create')
             subs=''
             opts='--wait --initial-state --timeout --output -o --help'

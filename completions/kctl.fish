@@ -37,7 +37,7 @@ function __kctl_value_options --description 'Options of the kctl command path in
         case 'connector config'
             printf '%s\n' --output -o
         case 'connector status'
-            printf '%s\n' --output -o
+            printf '%s\n' --output -o --interval
         case 'connector create'
             printf '%s\n' --initial-state --timeout --output -o
         case 'connector apply'
@@ -194,6 +194,8 @@ complete -c kctl -n '__kctl_at connector config' -l help -d 'Show this message a
 
 # kctl connector status
 complete -c kctl -n '__kctl_at connector status' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at connector status' -l metrics -d 'Also record counts and rates per task (two scrapes of /metrics, --interval apart).'
+complete -c kctl -n '__kctl_at connector status' -l interval -x -d 'Seconds between the scrapes.'
 complete -c kctl -n '__kctl_at connector status' -l help -d 'Show this message and exit.'
 
 # kctl connector create

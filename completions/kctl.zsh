@@ -158,6 +158,8 @@ _kctl_connector_status() {
     _arguments \
         '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
         '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--metrics[Also record counts and rates per task (two scrapes of /metrics, --interval apart).]' \
+        '--interval=[Seconds between the scrapes.]:interval: ' \
         '--help[Show this message and exit.]' \
         '1:name: '
 }

@@ -46,6 +46,18 @@ class Client:
             return None
         return r.json()
 
+    def request_text(self, path: str) -> str:
+        """A GET whose answer is text (Prometheus' /metrics), errors as for JSON."""
+        try:
+            r = self._http.get(path)
+        except httpx.ConnectError as e:
+            raise ClientError(f"cannot reach kctl worker at {self.url}: {e}") from e
+        except httpx.HTTPError as e:
+            raise ClientError(f"request to {self.url}{path} failed: {e}") from e
+        if r.status_code >= 400:
+            raise ClientError(r.text, r.status_code)
+        return r.text
+
     def get(self, path: str, **kw: Any) -> Any:
         return self.request("GET", path, **kw)
 

@@ -284,12 +284,63 @@ def connector_config(name: str, output: Output | None = OutputOpt) -> None:
         console.print(render.table(["key", "value"], sorted(data.items())))
 
 
+# What `connector status --metrics` shows per task: column -> Kafka Connect metric.
+TASK_METRICS = {
+    "polled": "source_task_metrics_source_record_poll",
+    "written": "source_task_metrics_source_record_write",
+    "read": "sink_task_metrics_sink_record_read",
+    "put": "sink_task_metrics_sink_record_send",
+    "skipped": "task_error_metrics_total_records_skipped",
+    "dlq": "task_error_metrics_deadletterqueue_produce_requests",
+}
+
+
+def _task_counters(text: str, name: str) -> dict[str, dict[str, float]]:
+    """task id -> column -> total, from a /metrics answer."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    wanted = {f"kafka_connect_{m}_total": col for col, m in TASK_METRICS.items()}
+    out: dict[str, dict[str, float]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            col = wanted.get(sample.name)
+            if col and sample.labels.get("connector") == name:
+                out.setdefault(sample.labels["task"], {})[col] = sample.value
+    return out
+
+
+def _task_rates(name: str, seconds: float) -> dict[str, dict[str, Any]]:
+    """Totals now and per-second rates over `seconds`, per task (two scrapes)."""
+    c = client()
+    first = _task_counters(run(lambda: c.request_text("/metrics")), name)
+    time.sleep(seconds)
+    second = _task_counters(run(lambda: c.request_text("/metrics")), name)
+    return {task: {col: {"total": v, "rate": (v - first.get(task, {}).get(col, v)) / seconds}
+                   for col, v in cols.items()} for task, cols in sorted(second.items())}
+
+
 @connector_app.command("status")
-def connector_status(name: str, output: Output | None = OutputOpt) -> None:
+def connector_status(name: str, output: Output | None = OutputOpt,
+                     metrics: bool = typer.Option(
+                         False, "--metrics",
+                         help="Also record counts and rates per task (two scrapes of "
+                              "/metrics, --interval apart)."),
+                     interval: float = typer.Option(1.0, help="Seconds between the scrapes.")
+                     ) -> None:
     """Connector and task states, worker ids and failure traces."""
     data = run(lambda: client().get(f"/connectors/{name}/status"))
+    rates = _task_rates(name, max(interval, 0.1)) if metrics else None
+    if rates is not None and fmt(output) != "table":
+        data = {**data, "metrics": rates}
     if not render.dump(data, fmt(output), console):
         console.print(render.status_table(data))
+        if rates:
+            cols = [c for c in TASK_METRICS if any(c in r for r in rates.values())]
+            console.print(render.table(
+                ["task", *cols],
+                ((task, *(f"{r[c]['total']:,.0f} ({r[c]['rate']:,.0f}/s)" if c in r else ""
+                          for c in cols)) for task, r in rates.items()),
+                title=f"{name}: records per task (total, rate over {interval:g} s)"))
 
 
 def _wait(name: str, timeout: float, *, quiet: bool = False) -> None:

@@ -14,7 +14,8 @@ from urllib.parse import quote
 from fastapi import Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -30,6 +31,7 @@ from kctl.errors import (
 )
 from kctl.runtime.herder import Herder
 from kctl.runtime.loggers import LEVELS, Loggers
+from kctl.runtime.metrics import worker_registry
 from kctl.states import TargetState
 
 STATUS_BY_ERROR: list[tuple[type[KctlError], int]] = [
@@ -77,6 +79,7 @@ ERRORS_BY_OPERATION: dict[tuple[str, str], tuple[int, ...]] = {
     ("get", "/connectors/{name}/dlq"): (400, 404),
     ("post", "/connectors/{name}/dlq/replay"): (400, 404),
     ("delete", "/connectors/{name}/dlq"): (404,),
+    ("get", "/metrics"): (),
     ("get", "/admin/loggers"): (),
     ("get", "/admin/loggers/{logger}"): (404,),
     ("put", "/admin/loggers/{logger}"): (400,),
@@ -143,8 +146,11 @@ def exact_openapi(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def create_app(herder: Herder, loggers: Loggers | None = None) -> FastAPI:
+def create_app(herder: Herder, loggers: Loggers | None = None,
+               metrics: CollectorRegistry | None = None) -> FastAPI:
     loggers = loggers or Loggers()
+    if metrics is None:
+        metrics = worker_registry(lambda: getattr(herder, "worker", None), herder)
     app = FastAPI(title="kctl", version=__version__,
                   description="Kafka-Connect-compatible REST API of a kctl worker")
 
@@ -338,6 +344,11 @@ def create_app(herder: Herder, loggers: Loggers | None = None) -> FastAPI:
     @app.delete("/connectors/{name}/dlq")
     def dlq_purge(name: str) -> Any:
         return {"purged": herder.dlq_purge(name)}
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    def prometheus_metrics() -> Response:
+        """Prometheus' text format: Kafka Connect's metric names, per connector and task."""
+        return Response(generate_latest(metrics), media_type=CONTENT_TYPE_LATEST)
 
     # KIP-495: log levels at run time (this worker's: scope=cluster, KIP-976, is refused)
     @app.get("/admin/loggers")

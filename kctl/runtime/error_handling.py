@@ -141,6 +141,8 @@ class DeadLetterQueueReporter(ErrorReporter):
         self.context_headers = context_headers
         self.failures: list[BaseException] = []
         self.closed = False
+        self.produce_requests = 0  # Kafka's deadletterqueue-produce-requests
+        self.produce_failures = 0
         # reports may come from the task thread and from a sink's own threads (KIP-610)
         self._lock = threading.Lock()
 
@@ -172,14 +174,17 @@ class DeadLetterQueueReporter(ErrorReporter):
             headers.extend(error_headers(ctx))
         if self.tracker is not None and ctx.consumed is None and ctx.source is not None:
             headers.extend(self.tracker.dlq_headers(self.topic, ctx))
+        self.produce_requests += 1
         try:
             self.producer.send(ProducerRecord(self.topic, value, key, headers=tuple(headers)),
                                self._on_delivery)
         except Exception as e:  # refused outright, e.g. larger than message.max.bytes
+            self.produce_failures += 1
             raise ConnectError(f"Could not write to dead letter queue {self.topic}: {e}") from e
         # The offset may advance only past dead-lettered records: wait for the DLQ ack.
         remaining = self.producer.flush(30)
         if remaining or self.failures:
+            self.produce_failures += 1
             err = self.failures.pop() if self.failures else TimeoutError("DLQ produce timed out")
             raise ConnectError(f"Could not write to dead letter queue {self.topic}: {err}") from err
 

@@ -232,3 +232,15 @@ def test_log_levels_change_at_run_time_as_kip_495(kctl, worker):
         for name in ("kctl", "kctl.runtime", "kctl.runtime.tasks.sink"):
             logging.getLogger(name).setLevel(logging.NOTSET)
         own.setLevel(logging.NOTSET)
+
+
+def test_status_with_metrics_shows_counts_and_rates_per_task(kctl, worker):
+    kctl.ok("connector", "create", source_file(kctl, "m", count=10**9, **{"poll.sleep.ms": 2}))
+    wait_until(lambda: worker.herder.connector_status("m").tasks and
+               worker.herder.connector_status("m").tasks[0].state is State.RUNNING)
+    doc = json.loads(kctl.ok("connector", "status", "m", "--metrics", "--interval", "0.5",
+                             "-o", "json"))
+    polled = doc["metrics"]["0"]["polled"]
+    assert polled["total"] > 0 and polled["rate"] > 0, doc["metrics"]
+    table = kctl.ok("connector", "status", "m", "--metrics", "--interval", "0.3")
+    assert "m: records per task" in table and re.search(r"\d+ \(\d[\d,]*/s\)", table), table

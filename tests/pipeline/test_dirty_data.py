@@ -72,6 +72,20 @@ def sink_output(outdir: Path) -> list[dict]:
     return [json.loads(line) for line in committed_lines(outdir)]
 
 
+def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """GET /metrics: (sample name, sorted labels) -> value."""
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(f"{url}/metrics", timeout=10).text
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def task_metric(samples: dict, name: str, connector: str) -> float:
+    return samples.get((f"kafka_connect_{name}", (("connector", connector), ("task", "0"))), 0)
+
+
 def test_malformed_lines_are_dead_lettered_or_fail_the_task(
         tmp_path, transport_settings, request):
     data = write_dirty_files(tmp_path / "in")
@@ -107,10 +121,12 @@ def test_malformed_lines_are_dead_lettered_or_fail_the_task(
     try:
         for f in files:
             w.kctl("connector", "create", str(f))
+        history = [scrape(w.url)]  # metrics as the pipeline runs
 
         # tolerance all: every good line of both files arrives, through both sinks
         want = sorted(data.good * 2, key=json.dumps)
-        wait_until(lambda: len(sink_output(tmp_path / "out")) >= len(want), timeout=180,
+        wait_until(lambda: history.append(scrape(w.url)) or
+                   len(sink_output(tmp_path / "out")) >= len(want), timeout=180,
                    interval=0.5, message="every good line in the FileSink output")
         assert sorted(sink_output(tmp_path / "out"), key=json.dumps) == want
         retry_file = tmp_path / "retry.jsonl"
@@ -170,5 +186,32 @@ def test_malformed_lines_are_dead_lettered_or_fail_the_task(
         assert committed_line("json-none") == first_bad - 1
         for name in ("json-all", "csv-all", "sink", "retry-sink"):
             assert [t["state"] for t in w.status(name)["tasks"]] == ["RUNNING"], name
+
+        # /metrics: Kafka Connect's names per connector and task; the counters rose as the
+        # pipeline ran and end at what went through
+        history.append(scrape(w.url))
+        good, bad = len(data.good), LINES // BAD_EVERY
+        read = [task_metric(h, "sink_task_metrics_sink_record_read_total", "sink")
+                for h in history]
+        assert read == sorted(read) and read[-1] == 2 * good > read[0], read
+        final = history[-1]
+        for name in ("json-all", "csv-all"):
+            assert task_metric(final, "source_task_metrics_source_record_poll_total", name) \
+                == good
+            assert task_metric(final, "source_task_metrics_source_record_write_total", name) \
+                == good
+            assert task_metric(final, "task_error_metrics_total_records_skipped_total",
+                               name) == bad
+            assert task_metric(final, "task_error_metrics_deadletterqueue_produce_requests_total",
+                               name) == bad
+            assert task_metric(final, "connector_task_metrics_batch_total", name) >= 1
+        assert task_metric(final, "sink_task_metrics_sink_record_send_total", "sink") == 2 * good
+        assert task_metric(final, "connector_task_metrics_offset_commit_completion_total",
+                           "sink") >= 1
+        assert final[("kafka_connect_connector_task_metrics_status", (
+            ("connector", "json-none"), ("status", "failed"), ("task", "0")))] == 1
+        assert final[("kafka_connect_connector_metrics_status", (
+            ("connector", "sink"), ("status", "running")))] == 1
+        assert final[("kafka_connect_connect_worker_metrics_task_count", ())] == 5
     finally:
         w.stop()

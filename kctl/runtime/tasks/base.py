@@ -7,6 +7,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kctl.states import State, TaskId
@@ -56,6 +57,33 @@ def _close_transforms(chain: Any) -> None:
             log.warning("closing transforms failed: %s", e)
 
 
+@dataclass
+class TaskCounters:
+    """Plain counters the task thread bumps once per batch; `/metrics` reads them when it
+    is scraped, so the loops never call a metrics library."""
+
+    polled: int = 0  # source: records poll() returned; sink: records read from the log
+    batches: int = 0
+    batch_size_max: int = 0
+    commits: int = 0
+    commit_failures: int = 0
+    commit_seconds: float = 0.0
+    commit_seconds_max: float = 0.0
+
+    def batch(self, n: int) -> None:
+        self.polled += n
+        self.batches += 1
+        if n > self.batch_size_max:
+            self.batch_size_max = n
+
+    def committed(self, seconds: float, ok: bool) -> None:
+        self.commits += 1
+        self.commit_failures += not ok
+        self.commit_seconds += seconds
+        if seconds > self.commit_seconds_max:
+            self.commit_seconds_max = seconds
+
+
 class WorkerTask:
     """Lifecycle shared by both loops: thread, pause/resume, stop, failure reporting."""
 
@@ -72,6 +100,7 @@ class WorkerTask:
         self._thread = threading.Thread(target=self._run, name=f"task-{task_id}", daemon=True)
         self.failed: BaseException | None = None
         self.started_count = 0
+        self.counters = TaskCounters()
 
     # -- control (any thread) --------------------------------------------------------------
     def start(self) -> None:

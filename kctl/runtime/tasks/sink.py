@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import logging
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -150,11 +151,13 @@ class WorkerSinkTask(WorkerTask):
                 polled = self.consumer.poll_columns(self.max_poll_records, 0.2)
                 self._apply_rewinds()
                 if polled:
+                    self.counters.batch(sum(map(len, polled)))
                     self._deliver_columns(polled)
             else:
                 batch = self.consumer.poll_batch(self.max_poll_records, 0.2)
                 self._apply_rewinds()
                 if batch:
+                    self.counters.batch(len(batch))
                     self._deliver(batch)
             now = self.clock()
             if now >= next_commit or self.commit_requested:
@@ -309,12 +312,18 @@ class WorkerSinkTask(WorkerTask):
         current = {tp: OffsetAndMetadata(self.current[tp]) for tp in tps if tp in self.current}
         if not current:
             return
-        to_commit = self.task.pre_commit(current)
-        offsets = {tp: om.offset for tp, om in to_commit.items()
-                   if tp in current and self.committed.get(tp) != om.offset}
-        if offsets:
-            self.consumer.commit(offsets)
-            self.committed.update(offsets)
+        started = time.monotonic()
+        ok = False
+        try:
+            to_commit = self.task.pre_commit(current)
+            offsets = {tp: om.offset for tp, om in to_commit.items()
+                       if tp in current and self.committed.get(tp) != om.offset}
+            if offsets:
+                self.consumer.commit(offsets)
+                self.committed.update(offsets)
+            ok = True
+        finally:
+            self.counters.committed(time.monotonic() - started, ok)
 
     def close(self, failed: bool) -> None:
         try:

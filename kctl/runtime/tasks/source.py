@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -129,6 +130,8 @@ class WorkerSourceTask(WorkerTask):
             records = self.operator.execute(self.task.poll, Stage.TASK_POLL, task_class,
                                             tolerate=False)
             if records and records is not FAILED:
+                self.counters.batch(sum(len(r) if type(r) is SourceBatch else 1
+                                        for r in records))
                 self._send(records)
             self.producer.poll(0)
             if self._produce_error is not None:
@@ -284,6 +287,15 @@ class WorkerSourceTask(WorkerTask):
 
     def commit_offsets(self) -> bool:
         """Write offsets of acknowledged records; returns False when the flush timed out."""
+        started = time.monotonic()
+        ok = False
+        try:
+            ok = self._commit_offsets()
+            return ok
+        finally:
+            self.counters.committed(time.monotonic() - started, ok)
+
+    def _commit_offsets(self) -> bool:
         remaining = self.producer.flush(self.commit_timeout)
         committable = self.submitted.committable()
         for partition, offset in committable.values():

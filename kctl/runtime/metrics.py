@@ -1,0 +1,153 @@
+"""The worker's metrics in Prometheus' text format (`GET /metrics`), named as Kafka Connect's.
+
+Kafka Connect's JMX metrics reach Prometheus through the JMX exporter as
+`kafka_connect_<group>_<attribute>` (`source-task-metrics` / `source-record-poll-total` ->
+`kafka_connect_source_task_metrics_source_record_poll_total{connector, task}`); kctl uses
+the same names, so dashboards built on them keep working. Nothing is counted here: the
+collector reads the plain counters the task loops keep (`TaskCounters`, the error
+operator's totals, the DLQ reporters') when Prometheus scrapes, so the hot loops never call
+a metrics library. A registry per worker keeps workers in one process apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from kctl.states import State
+
+PREFIX = "kafka_connect_"
+TASK = ["connector", "task"]
+
+
+def _family(kind: type, group: str, attribute: str, doc: str, labels: list[str]) -> Any:
+    name = f"{PREFIX}{group}_{attribute}".replace("-", "_")
+    if kind is CounterMetricFamily:
+        name = name.removesuffix("_total")
+    return kind(name, doc, labels=labels)
+
+
+class WorkerCollector(Collector):
+    """Reads one worker's tasks and statuses at scrape time. `worker` returns the Worker
+    (None before it started); `status` the herder, for connector and task states."""
+
+    def __init__(self, worker: Callable[[], Any], herder: Any):
+        self._worker = worker
+        self._herder = herder
+
+    def collect(self) -> Iterator[Metric]:
+        worker = self._worker()
+        tasks = dict(getattr(worker, "tasks", {}) or {})
+        connectors = list(getattr(worker, "connectors", {}) or {})
+        yield from self._worker_metrics(connectors, tasks)
+        yield from self._task_metrics(tasks)
+        yield from self._states()
+
+    @staticmethod
+    def _worker_metrics(connectors: list[str], tasks: dict[Any, Any]) -> Iterator[Metric]:
+        g = "connect-worker-metrics"
+        count = _family(GaugeMetricFamily, g, "connector-count", "Connectors run here", [])
+        count.add_metric([], len(connectors))
+        yield count
+        count = _family(GaugeMetricFamily, g, "task-count", "Tasks run here", [])
+        count.add_metric([], len(tasks))
+        yield count
+        rebalances = _family(CounterMetricFamily, "connect-worker-rebalance-metrics",
+                             "completed-rebalances-total",
+                             "Rebalances this worker completed (a standalone worker has none)",
+                             [])
+        rebalances.add_metric([], 0)
+        yield rebalances
+
+    @staticmethod
+    def _task_metrics(tasks: dict[Any, Any]) -> Iterator[Metric]:
+        C, G = CounterMetricFamily, GaugeMetricFamily
+        families = {
+            "poll": _family(C, "source-task-metrics", "source-record-poll-total",
+                            "Records the source task's poll() returned", TASK),
+            "write": _family(C, "source-task-metrics", "source-record-write-total",
+                             "Records the source task sent to the log", TASK),
+            "read": _family(C, "sink-task-metrics", "sink-record-read-total",
+                            "Records the sink task read from the log", TASK),
+            "send": _family(C, "sink-task-metrics", "sink-record-send-total",
+                            "Records the sink task's put() took", TASK),
+            "batches": _family(C, "connector-task-metrics", "batch-total",
+                               "Batches the task handled", TASK),
+            "batch_max": _family(G, "connector-task-metrics", "batch-size-max",
+                                 "Largest batch the task handled", TASK),
+            "commits": _family(C, "connector-task-metrics", "offset-commit-completion-total",
+                               "Offset commits that completed", TASK),
+            "commit_fail": _family(C, "connector-task-metrics", "offset-commit-failure-total",
+                                   "Offset commits that failed", TASK),
+            "commit_s": _family(C, "connector-task-metrics", "offset-commit-seconds-total",
+                                "Time spent committing offsets", TASK),
+            "commit_max": _family(G, "connector-task-metrics", "offset-commit-max-time-ms",
+                                  "Longest offset commit", TASK),
+            "failures": _family(C, "task-error-metrics", "total-record-failures",
+                                "Failed attempts to process a record", TASK),
+            "skipped": _family(C, "task-error-metrics", "total-records-skipped",
+                               "Records skipped under errors.tolerance=all", TASK),
+            "dlq": _family(C, "task-error-metrics", "deadletterqueue-produce-requests",
+                           "Records sent to the dead letter queue", TASK),
+            "dlq_fail": _family(C, "task-error-metrics", "deadletterqueue-produce-failures",
+                                "Dead letter queue writes that failed", TASK),
+        }
+        for tid, wt in sorted(tasks.items(), key=lambda kv: (kv[0].connector, kv[0].task)):
+            labels = [tid.connector, str(tid.task)]
+            c = getattr(wt, "counters", None)
+            if c is None:
+                continue
+            if hasattr(wt, "records_sent"):
+                families["poll"].add_metric(labels, c.polled)
+                families["write"].add_metric(labels, wt.records_sent)
+            else:
+                families["read"].add_metric(labels, c.polled)
+                families["send"].add_metric(labels, getattr(wt, "records_put", 0))
+            families["batches"].add_metric(labels, c.batches)
+            families["batch_max"].add_metric(labels, c.batch_size_max)
+            families["commits"].add_metric(labels, c.commits - c.commit_failures)
+            families["commit_fail"].add_metric(labels, c.commit_failures)
+            families["commit_s"].add_metric(labels, c.commit_seconds)
+            families["commit_max"].add_metric(labels, c.commit_seconds_max * 1000)
+            op = getattr(wt, "operator", None)
+            families["failures"].add_metric(labels, getattr(op, "total_failures", 0))
+            families["skipped"].add_metric(labels, getattr(op, "total_skipped", 0))
+            reporters = [r for r in getattr(op, "reporters", []) if hasattr(r, "produce_requests")]
+            families["dlq"].add_metric(labels, sum(r.produce_requests for r in reporters))
+            families["dlq_fail"].add_metric(labels, sum(r.produce_failures for r in reporters))
+        yield from families.values()
+
+    def _states(self) -> Iterator[Metric]:
+        """Connector and task states as Kafka's `status` attribute: one series per state,
+        1 for the current one."""
+        herder = self._herder
+        conn = _family(GaugeMetricFamily, "connector-metrics", "status",
+                       "The connector's state (1 for the current one)", ["connector", "status"])
+        task = _family(GaugeMetricFamily, "connector-task-metrics", "status",
+                       "The task's state (1 for the current one)", [*TASK, "status"])
+        try:
+            names = herder.connectors()
+        except Exception:
+            names = []
+        for name in names:
+            try:
+                st = herder.connector_status(name)
+            except Exception:  # deleted while scraping
+                continue
+            for s in State:
+                conn.add_metric([name, s.value.lower()], float(st.state is s))
+            for t in st.tasks:
+                for s in State:
+                    task.add_metric([name, str(t.task), s.value.lower()], float(t.state is s))
+        yield conn
+        yield task
+
+
+def worker_registry(worker: Callable[[], Any], herder: Any) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(WorkerCollector(worker, herder))
+    return registry

@@ -7,6 +7,7 @@ trace containing `[/...]` is text, never rich markup (which would hide or choke 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
@@ -39,7 +40,7 @@ def machine_text(data: Any, fmt: str) -> str:
     """JSON or YAML exactly as a program reads it: never wrapped at a width, never coloured."""
     if fmt == "json":
         # json escapes C0 controls itself; DEL and C1 (0x9b is a CSI) only with ensure_ascii
-        return json.dumps(data, indent=2, ensure_ascii=False).translate(_JSON_CONTROL)
+        return _escape_json(json.dumps(data, indent=2, ensure_ascii=False))
     return yaml.dump(data, Dumper=_YamlDumper, sort_keys=False, allow_unicode=True,
                      width=NO_WRAP).rstrip()
 
@@ -63,6 +64,14 @@ _CONTROL.update({c: f"\\x{c:02x}" for c in range(0x80, 0xA0)})
 
 
 _JSON_CONTROL = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0))}
+
+
+_JSON_UNSAFE = re.compile("[\x7f-\x9f]")
+
+
+def _escape_json(text: str) -> str:
+    """DEL and C1 controls as \\uXXXX; a search first, since almost no text has any."""
+    return text.translate(_JSON_CONTROL) if _JSON_UNSAFE.search(text) else text
 
 
 def escape_control(text: str) -> str:
@@ -90,9 +99,11 @@ def stream(items: Sequence[Any], fmt: str, out: TextIO) -> None:
     """A JSON array or YAML list written item by item, so a large answer is never held
     twice as one string."""
     if fmt == "json":
+        # one item per line: json's C encoder (an indent would take the Python one, 10x slower)
         out.write("[")
         for i, item in enumerate(items):
-            out.write(("," if i else "") + "\n  " + machine_text(item, "json").replace("\n", "\n  "))
+            line = _escape_json(json.dumps(item, ensure_ascii=False))
+            out.write(("," if i else "") + "\n  " + line)
         out.write("\n]\n" if items else "]\n")
     else:
         for item in items:

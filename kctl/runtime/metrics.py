@@ -87,6 +87,11 @@ class WorkerCollector(Collector):
                                 "Time spent committing offsets", TASK),
             "commit_max": _family(G, "connector-task-metrics", "offset-commit-max-time-ms",
                                   "Longest offset commit", TASK),
+            "lag_max": _family(G, "sink-task-metrics", "sink-record-lag-max",
+                               "Records the task is behind, on its furthest partition", TASK),
+            "lag": _family(G, "sink-task-metrics", "partition-lag",
+                           "Records the task is behind, per partition",
+                           [*TASK, "topic", "partition"]),
             "failures": _family(C, "task-error-metrics", "total-record-failures",
                                 "Failed attempts to process a record", TASK),
             "skipped": _family(C, "task-error-metrics", "total-records-skipped",
@@ -107,6 +112,10 @@ class WorkerCollector(Collector):
             else:
                 families["read"].add_metric(labels, c.polled)
                 families["send"].add_metric(labels, getattr(wt, "records_put", 0))
+                lag = dict(c.lag)
+                families["lag_max"].add_metric(labels, max(lag.values(), default=0))
+                for tp, behind in sorted(lag.items()):
+                    families["lag"].add_metric([*labels, tp.topic, str(tp.partition)], behind)
             families["batches"].add_metric(labels, c.batches)
             families["batch_max"].add_metric(labels, c.batch_size_max)
             families["commits"].add_metric(labels, c.commits - c.commit_failures)

@@ -8,7 +8,10 @@ User settings pass through (`producer.*`, `consumer.*`, `*.override.*`) on top o
 from __future__ import annotations
 
 import functools
+import logging
+import re
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -68,6 +71,78 @@ CONSUMER_DEFAULTS = {
 }
 # kctl-only keys that must not reach librdkafka.
 _PRIVATE = ("kctl.",)
+
+# librdkafka's own log lines, through Python logging (its syslog levels mapped by
+# confluent-kafka) instead of stderr, so `/admin/loggers` and the worker's log settings
+# apply to them too.
+CLIENT_LOG = logging.getLogger("kctl.transport.kafka.client")
+REPEAT_INTERVAL_S = 30.0
+
+
+class RepeatFilter(logging.Filter):
+    """One line per kind of message per interval: a broker that is down makes librdkafka
+    report every reconnect attempt, several a second. Numbers are ignored when lines are
+    compared; the next line that passes says how many were held back."""
+
+    def __init__(self, interval_s: float = REPEAT_INTERVAL_S,
+                 clock: Any = time.monotonic):
+        super().__init__()
+        self.interval_s = interval_s
+        self.clock = clock
+        self._last: dict[tuple[int, str], tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.levelno, re.sub(r"\d+", "#", record.getMessage()))
+        now = self.clock()
+        with self._lock:
+            last = self._last.get(key)
+            if last is not None and now - last[0] < self.interval_s:
+                self._last[key] = (last[0], last[1] + 1)
+                return False
+            held = last[1] if last else 0
+            self._last[key] = (now, 0)
+        if held:
+            record.msg = f"{record.getMessage()} ({held} like it in the last " \
+                         f"{self.interval_s:.0f} s not shown)"
+            record.args = ()
+        return True
+
+
+CLIENT_LOG.addFilter(RepeatFilter())
+
+# Errors that mean the cluster cannot be reached (as opposed to a refused request).
+_UNREACHABLE = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE,
+                KafkaError._AUTHENTICATION, KafkaError._SSL}
+
+
+class Reachability:
+    """What the clients of one transport last said about reaching the cluster; errors that
+    time out quote it, so a task's status names the cause in one line."""
+
+    def __init__(self, bootstrap: str):
+        self.bootstrap = bootstrap
+        self.last_error: str | None = None
+        self.last_ok = True
+
+    def error_cb(self, err: KafkaError) -> None:
+        if err.code() in _UNREACHABLE:
+            self.last_error = err.str()
+            self.last_ok = False
+            CLIENT_LOG.warning("cannot reach the Kafka cluster at %s (bootstrap.servers): %s",
+                               self.bootstrap, err.str())
+        else:
+            CLIENT_LOG.error("Kafka client error: %s", err.str())
+
+    def explain(self, what: str, err: KafkaError | None = None) -> str:
+        """`what` failed (with `err`); says so in one line, naming the cluster and the
+        clients' last connection error when it could not be reached."""
+        unreachable = err is not None and err.code() in (*_UNREACHABLE, KafkaError._TIMED_OUT)
+        if self.last_error is None and not unreachable:
+            return f"{what}: {err.str()}" if err is not None else what
+        why = self.last_error or (err.str() if err is not None else "no broker answered")
+        return (f"{what}: cannot reach the Kafka cluster at {self.bootstrap} "
+                f"(bootstrap.servers): {why}")
 
 
 # partition.assignment.strategy as Kafka Connect users write it (Java class names) in
@@ -313,9 +388,10 @@ class KafkaConsumer(Consumer):
 
 
 class KafkaAdmin(Admin):
-    def __init__(self, conf: Mapping[str, Any]):
+    def __init__(self, conf: Mapping[str, Any], reachability: Reachability | None = None):
         self._client: AdminClient | None = AdminClient(conf)
         self._conf = conf
+        self._reach = reachability or Reachability(str(conf.get("bootstrap.servers", "")))
 
     @property
     def _a(self) -> AdminClient:
@@ -340,7 +416,8 @@ class KafkaAdmin(Admin):
                 err = e.args[0]
                 if exist_ok and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
                     continue
-                raise TransportError(f"cannot create topic {name}: {err.str()}") from e
+                raise TransportError(self._reach.explain(f"cannot create topic {name}", err)) \
+                    from e
 
     def describe_topic(self, name: str) -> TopicSpec:
         partitions = self.list_topics().get(name)
@@ -355,7 +432,10 @@ class KafkaAdmin(Admin):
         return TopicSpec(name, partitions, 1, config)
 
     def list_topics(self) -> dict[str, int]:
-        md = self._a.list_topics(timeout=10)
+        try:
+            md = self._a.list_topics(timeout=10)
+        except KafkaException as e:
+            raise TransportError(self._reach.explain("cannot list topics", e.args[0])) from e
         return {name: len(t.partitions) for name, t in md.topics.items()
                 if not name.startswith("__")}
 
@@ -387,9 +467,11 @@ class KafkaTransport(Transport):
                  admin_config: Mapping[str, Any] | None = None):
         servers = bootstrap_servers if isinstance(bootstrap_servers, str) else ",".join(bootstrap_servers)
         self.bootstrap = servers
-        self._base = {"bootstrap.servers": servers}
+        self.reachability = Reachability(servers)
+        self._base = {"bootstrap.servers": servers, "logger": CLIENT_LOG,
+                      "error_cb": self.reachability.error_cb}
         self._admin_conf = {**self._base, **_clean(admin_config or {})}
-        self._admin = KafkaAdmin(self._admin_conf)
+        self._admin = KafkaAdmin(self._admin_conf, self.reachability)
 
     @property
     def cluster_id(self) -> str:

@@ -244,3 +244,27 @@ def test_status_with_metrics_shows_counts_and_rates_per_task(kctl, worker):
     assert polled["total"] > 0 and polled["rate"] > 0, doc["metrics"]
     table = kctl.ok("connector", "status", "m", "--metrics", "--interval", "0.3")
     assert "m: records per task" in table and re.search(r"\d+ \(\d[\d,]*/s\)", table), table
+
+
+def test_metrics_show_a_sink_task_catching_up_per_partition(kctl, worker):
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    produce(worker.transport, "lagging", [str(i).encode() for i in range(300)])
+    kctl.ok("connector", "create", kctl.file("lag.yaml", yaml.safe_dump({
+        "name": "lag", "connector.class": SINK, "topics": "lagging",
+        "value.converter": "JsonConverter", "value.converter.schemas.enable": "false"})))
+
+    def samples() -> dict:
+        text = httpx.get(f"{kctl.url}/metrics").text
+        return {(s.name, tuple(sorted(s.labels.items()))): s.value
+                for f in text_string_to_metric_families(text) for s in f.samples}
+
+    task = (("connector", "lag"), ("task", "0"))
+    partition = (("connector", "lag"), ("partition", "0"), ("task", "0"), ("topic", "lagging"))
+    final = wait_until(lambda: (m := samples()).get(
+        ("kafka_connect_sink_task_metrics_partition_lag", partition)) == 0 and m,
+        timeout=30, message="the sink caught up, as its lag says")
+    assert final[("kafka_connect_sink_task_metrics_sink_record_read_total", task)] == 300
+    assert final[("kafka_connect_sink_task_metrics_sink_record_send_total", task)] == 300
+    assert final[("kafka_connect_sink_task_metrics_sink_record_lag_max", task)] == 0

@@ -7,7 +7,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kctl.states import State, TaskId
@@ -69,6 +69,7 @@ class TaskCounters:
     commit_failures: int = 0
     commit_seconds: float = 0.0
     commit_seconds_max: float = 0.0
+    lag: dict[Any, int] = field(default_factory=dict)  # sink: partition -> records behind
 
     def batch(self, n: int) -> None:
         self.polled += n

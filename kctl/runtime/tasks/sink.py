@@ -49,6 +49,8 @@ from kctl.transport.base import (
 
 log = logging.getLogger(__name__)
 
+LAG_CHECK_INTERVAL_S = 5.0  # how often a sink task asks for its partitions' end offsets
+
 
 class WorkerSinkTask(WorkerTask):
     def __init__(
@@ -146,6 +148,7 @@ class WorkerSinkTask(WorkerTask):
     def execute(self) -> None:
         next_commit = self.clock() + self.commit_interval
         next_topic_scan = self.clock() + 5
+        next_lag_check = self.clock() + LAG_CHECK_INTERVAL_S
         while self.wait_if_paused():
             if self._columnar():
                 polled = self.consumer.poll_columns(self.max_poll_records, 0.2)
@@ -164,9 +167,26 @@ class WorkerSinkTask(WorkerTask):
                 self.commit_requested = False
                 self._commit(None)
                 next_commit = self.clock() + self.commit_interval
+            if now >= next_lag_check:
+                self._measure_lag()
+                next_lag_check = now + LAG_CHECK_INTERVAL_S
             if self.topics_regex is not None and now >= next_topic_scan:
                 self._subscribe()
                 next_topic_scan = now + 5
+
+    def _measure_lag(self) -> None:
+        """Records behind the end of each assigned partition (for `/metrics`); a failure
+        to ask only leaves the last figures."""
+        positions = dict(self.current)
+        if not positions:
+            return
+        try:
+            ends = self.consumer.end_offsets(list(positions))
+        except Exception as e:
+            log.debug("Task %s: could not read end offsets for lag: %s", self.id, e)
+            return
+        self.counters.lag = {tp: max(0, ends[tp] - pos) for tp, pos in positions.items()
+                             if tp in ends}
 
     def _convert(self, rec: LogRecord) -> Any:
         op = self.operator

@@ -82,8 +82,9 @@ def run_cli(url: str, args: list[str]) -> tuple[float, int, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", "-n", type=int, default=10_000)
+    parser.add_argument("--quick", action="store_true", help="a small run (500 records)")
     args = parser.parse_args()
-    n = args.records
+    n = 500 if args.quick and args.records == 10_000 else args.records
     with tempfile.TemporaryDirectory() as tmp:
         worker = StandaloneWorker(WorkerConfig({"state.dir": str(Path(tmp) / "state"),
                                                 "listeners": "http://127.0.0.1:0"}))

@@ -66,3 +66,10 @@ def test_broker_pipeline_benchmark_prints_rates_ratios_and_tolerance_cost():
     assert "target < 5%" in line_with(out, "cost of all")
     assert "excluded from timing: SparkSession start" in out
     every_run_verified(out)
+
+
+def test_dlq_show_benchmark_checks_every_format_and_prints_client_time():
+    out = run_benchmark("bench_dlq_show.py")
+    for fmt in ("json", "yaml", "table"):
+        assert "client time beyond REST" in line_with(out, f"kctl dlq show -o {fmt}")
+    assert "raw: GET /connectors/NAME/dlq" in out

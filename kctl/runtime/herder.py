@@ -1,7 +1,7 @@
 """The Herder: the one interface REST (and the CLI through REST) uses to manage connectors.
 
-StandaloneHerder implements it for one worker; a distributed herder (later) implements the
-same methods by forwarding writes to the group leader.
+AbstractHerder implements what every herder shares; StandaloneHerder adds the writes for
+one worker; a distributed herder (later) adds them by forwarding writes to the group leader.
 """
 
 from __future__ import annotations

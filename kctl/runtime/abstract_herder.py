@@ -1,0 +1,323 @@
+"""AbstractHerder: what every herder does the same way, whatever runs the connectors.
+
+Reads from the shared stores (configs, statuses, offsets), the status listener the worker
+reports to, validation, the offsets API, topics, the dead letter queue and plugins, as
+Kafka's AbstractHerder. A herder adds how connectors and tasks come to run: one worker
+doing what each request says (StandaloneHerder), or a group of workers doing what their
+assignment says (a distributed herder).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from kctl import __version__
+from kctl.errors import (
+    ConfigError,
+    ConflictError,
+    NotFoundError,
+    PluginError,
+    ValidationError,
+)
+from kctl.runtime import connector_config as cc
+from kctl.runtime.connector_config import (
+    CONNECTOR_CLASS_CONFIG,
+    DLQ_TOPIC_NAME_CONFIG,
+)
+from kctl.runtime.herder import Herder
+from kctl.runtime.plugins import Plugins
+from kctl.runtime.validation import plugin_config_keys, raise_if_invalid, validate_config
+from kctl.runtime.worker import ConnectorListener, Worker
+from kctl.states import (
+    ConnectorInfo,
+    ConnectorStatus,
+    ConnectorType,
+    PluginInfo,
+    State,
+    TargetState,
+    TaskId,
+    TaskStatus,
+)
+
+if TYPE_CHECKING:
+    from kctl.runtime.dlq import ReplayReport
+
+log = logging.getLogger(__name__)
+
+
+class AbstractHerder(Herder, ConnectorListener):
+    def __init__(self, worker_id: str, plugins: Plugins, config_store: Any, status_store: Any,
+                 offset_store: Any):
+        self.worker_id = worker_id
+        self.registry = plugins
+        self.configs = config_store
+        self.statuses = status_store
+        self.offsets = offset_store
+        self.worker: Worker | None = None
+        self._lock = threading.RLock()
+        self._stopped = False
+
+    @property
+    def _w(self) -> Worker:
+        assert self.worker is not None, "herder not started"
+        return self.worker
+
+    # -- status listener (task and connector threads) ---------------------------------------
+    def on_connector_state(self, name: str, state: State, trace: str | None = None) -> None:
+        if self._stopped and state is not State.FAILED:
+            return
+        self.statuses.put_connector_state(name, state, self.worker_id, trace)
+
+    def on_task_state(self, task: TaskId, state: State, trace: str | None = None) -> None:
+        if self._stopped and state not in (State.FAILED,):
+            return
+        self.statuses.put_task_state(task.connector, task.task, state, self.worker_id, trace)
+
+    def on_topic_used(self, connector: str, topic: str) -> None:
+        self.statuses.put_topic(connector, topic)
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _require(self, name: str) -> dict[str, str]:
+        config = self.configs.connector_config(name)
+        if config is None:
+            raise NotFoundError(f"Connector {name} not found")
+        return config
+
+    def _type(self, config: Mapping[str, str]) -> ConnectorType:
+        try:
+            return self.registry.connector_plugin(config.get(CONNECTOR_CLASS_CONFIG, "")).type
+        except Exception:
+            return ConnectorType.UNKNOWN
+
+
+    # -- reads -------------------------------------------------------------------------------------
+    def connectors(self) -> list[str]:
+        return sorted(self.configs.connector_names())
+
+    def connector_info(self, name: str) -> ConnectorInfo:
+        config = self._require(name)
+        n = len(self.configs.task_configs(name))
+        return ConnectorInfo(name, dict(config), tuple(range(n)), self._type(config))
+
+    def connector_config(self, name: str) -> dict[str, str]:
+        return dict(self._require(name))
+
+    def _validated(self, name: str, config: Mapping[str, Any]) -> dict[str, str]:
+        config = cc.as_strings(config)
+        if "name" in config and config["name"] != name:
+            raise ValidationError(
+                f"Connector name configuration ({config['name']}) doesn't match connector name "
+                f"in the URL ({name})", {"name": ["does not match the connector name"]})
+        config["name"] = name
+        raise_if_invalid(validate_config(self.registry, config))
+        return config
+
+    def connector_status(self, name: str) -> ConnectorStatus:
+        config = self._require(name)
+        conn = self.statuses.connector_state(name)
+        state, worker, trace = conn if conn else (State.UNASSIGNED, self.worker_id, None)
+        n = len(self.configs.task_configs(name))
+        tasks = []
+        for i in range(n):
+            ts = self.statuses.task_state(name, i)
+            s, w, t = ts if ts else (State.UNASSIGNED, self.worker_id, None)
+            tasks.append(TaskStatus(name, i, s, w, t))
+        return ConnectorStatus(name, state, worker, self._type(config), tuple(tasks), trace)
+
+    def task_configs(self, name: str) -> list[dict[str, str]]:
+        self._require(name)
+        return [dict(c) for c in self.configs.task_configs(name)]
+
+    def task_status(self, name: str, task: int) -> TaskStatus:
+        status = self.connector_status(name)
+        for t in status.tasks:
+            if t.task == task:
+                return t
+        raise NotFoundError(f"Task {name}-{task} not found")
+
+    # -- offsets ---------------------------------------------------------------------------------
+    def _is_sink(self, config: Mapping[str, str]) -> bool:
+        return self._type(config) is ConnectorType.SINK
+
+    def connector_offsets(self, name: str) -> list[dict[str, Any]]:
+        config = self._require(name)
+        if self._is_sink(config):
+            return self._sink_offsets(name)
+        from kctl.runtime.source_positions import POSITION_KEY
+        from kctl.storage.offsets import list_connector_offsets
+
+        return [{"partition": dict(p), "offset": dict(o) if o is not None else None}
+                for p, o in list_connector_offsets(self.offsets, name)
+                if POSITION_KEY not in p and o is not None]
+
+    def _sink_offsets(self, name: str) -> list[dict[str, Any]]:
+        transport = self._w.transport
+        topics = transport.admin().list_topics()
+        consumer = transport.consumer(f"connect-{name}", {"kctl.passive": "true"})
+        try:
+            from kctl.api.records import TopicPartition
+
+            tps = [TopicPartition(t, p) for t, n in topics.items() for p in range(n)]
+            committed = consumer.committed(tps)
+        finally:
+            consumer.close()
+        return [{"partition": {"kafka_topic": tp.topic, "kafka_partition": tp.partition},
+                 "offset": {"kafka_offset": off}}
+                for tp, off in sorted(committed.items()) if off is not None]
+
+    def _require_stopped(self, name: str) -> Mapping[str, str]:
+        config = self._require(name)
+        if self.configs.target_state(name) is not TargetState.STOPPED or self._w.tasks_of(name):
+            raise ConflictError(
+                f"Connectors must be in the STOPPED state before their offsets can be modified. "
+                f"This can be done for the specified connector by issuing a 'PUT' request to the "
+                f"'/connectors/{name}/stop' endpoint")
+        return config
+
+    def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
+        with self._lock:
+            config = self._require_stopped(name)
+            if not offsets:
+                raise ValidationError("The offsets to be altered may not be empty",
+                                      {"offsets": ["may not be empty"]})
+            if self._is_sink(config):
+                self._alter_sink_offsets(name, offsets)
+            else:
+                from kctl.storage.offsets import OffsetStorageWriter
+
+                writer = OffsetStorageWriter(self.offsets, name)
+                for entry in offsets:
+                    if not isinstance(entry.get("partition"), dict):
+                        raise ValidationError("Each offset entry needs a 'partition' object",
+                                              {"offsets": ["missing partition"]})
+                    writer.offset(entry["partition"], entry.get("offset"))
+                if writer.begin_flush():
+                    writer.do_flush().result(10)
+            return "The offsets for this connector have been altered successfully"
+
+    def _alter_sink_offsets(self, name: str, offsets: list[dict[str, Any]]) -> None:
+        from kctl.api.records import TopicPartition
+
+        to_commit: dict[TopicPartition, int] = {}
+        for entry in offsets:
+            p, o = entry.get("partition") or {}, entry.get("offset") or {}
+            try:
+                tp = TopicPartition(str(p["kafka_topic"]), int(p["kafka_partition"]))
+                to_commit[tp] = int(o["kafka_offset"])
+            except (KeyError, TypeError, ValueError) as e:
+                raise ValidationError(
+                    "Sink offsets need partition {kafka_topic, kafka_partition} and offset "
+                    "{kafka_offset}", {"offsets": [str(e)]}) from e
+        consumer = self._w.transport.consumer(f"connect-{name}", {"kctl.passive": "true"})
+        try:
+            consumer.commit(to_commit)
+        finally:
+            consumer.close()
+
+    def reset_connector_offsets(self, name: str) -> str:
+        with self._lock:
+            config = self._require_stopped(name)
+            if self._is_sink(config):
+                admin = self._w.transport.admin()
+                from kctl.api.records import TopicPartition
+
+                tps = [TopicPartition(t, p) for t, n in admin.list_topics().items() for p in range(n)]
+                admin.delete_group_offsets(f"connect-{name}", tps)
+            else:
+                from kctl.storage.offsets import OffsetStorageWriter, list_connector_offsets
+
+                writer = OffsetStorageWriter(self.offsets, name)
+                for p, _ in list_connector_offsets(self.offsets, name):
+                    writer.offset(p, None)
+                if writer.begin_flush():
+                    writer.do_flush().result(10)
+            return "The offsets for this connector have been reset successfully"
+
+    def connector_topics(self, name: str) -> list[str]:
+        self._require(name)
+        return sorted(self.statuses.topics(name))
+
+    def reset_connector_topics(self, name: str) -> None:
+        self._require(name)
+        self.statuses.reset_topics(name)
+
+    # -- dead letter queue (kctl extension) ------------------------------------------------------
+    def _dlq_topic(self, name: str) -> str:
+        topic = self._require(name).get(DLQ_TOPIC_NAME_CONFIG, "")
+        if not topic:
+            raise NotFoundError(f"Connector {name} has no dead letter queue "
+                                "(errors.deadletterqueue.topic.name is not set)")
+        return topic
+
+    def dlq_records(self, name: str, limit: int = 1000) -> list[dict[str, Any]]:
+        from kctl.runtime.dlq import describe, purge_group, read_topic, start_offsets
+
+        topic = self._dlq_topic(name)
+        transport = self._w.transport
+        start = start_offsets(transport, topic, purge_group(name))
+        return [describe(r) for r in read_topic(transport, topic, limit=limit, start=start)]
+
+    def dlq_replay(self, name: str, to_topic: str | None = None) -> ReplayReport:
+        from kctl.runtime.dlq import purge_group, read_topic, replay, start_offsets
+
+        topic = self._dlq_topic(name)
+        config = self._require(name)
+        transport = self._w.transport
+        records = read_topic(transport, topic,
+                             start=start_offsets(transport, topic, purge_group(name)))
+        is_source = not self._is_sink(config)
+        return replay(records, transport, to_topic=to_topic, is_source=is_source,
+                      resend_source=self._w.source_replayer(config))
+
+    def dlq_purge(self, name: str) -> int:
+        from kctl.runtime.dlq import purge, purge_group
+
+        return purge(self._w.transport, self._dlq_topic(name), purge_group(name))
+
+    # -- plugins ----------------------------------------------------------------------------------
+    def plugins(self, connectors_only: bool = True) -> list[PluginInfo]:
+        if connectors_only:
+            return [p.info() for p in self.registry.connectors()]
+        return self.registry.all_plugins()
+
+    def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
+        try:
+            _, cls = self.registry.any_plugin(plugin)
+            instance = cls()
+        except PluginError as e:
+            raise NotFoundError(str(e)) from e
+        return plugin_config_keys(instance)
+
+    def validate_connector_config(self, plugin: str, config: Mapping[str, Any]) -> dict[str, Any]:
+        cfg = dict(config)
+        included = cfg.get(CONNECTOR_CLASS_CONFIG)
+        if included is not None and not self._same_connector(str(included), plugin):
+            raise ConfigError(f"Included connector type {included} does not match request "
+                              f"type {plugin}", key=CONNECTOR_CLASS_CONFIG)
+        cfg.setdefault(CONNECTOR_CLASS_CONFIG, plugin)
+        return validate_config(self.registry, cfg)
+
+    def _same_connector(self, included: str, plugin: str) -> bool:
+        """Both names resolve to one plugin, or (unresolvable) Kafka's rule: the included
+        class name ends with the URL's, either without a trailing "Connector"."""
+        try:
+            return self.registry.connector_plugin(included) is \
+                self.registry.connector_plugin(plugin)
+        except PluginError:
+            def norm(n: str) -> str:
+                return n.removesuffix("Connector")
+
+            return norm(included).endswith(norm(plugin))
+
+    def worker_info(self) -> dict[str, Any]:
+        return {"version": __version__, "commit": "kctl", "kafka_cluster_id": self._cluster_id()}
+
+    def _cluster_id(self) -> str:
+        return getattr(self._w.transport, "cluster_id", "embedded") if self.worker else "embedded"
+
+    def healthy(self) -> tuple[bool, str]:
+        if self.worker is None or self._stopped:
+            return False, "Worker is starting or stopping"
+        return True, "Worker has completed startup and is ready to handle requests."

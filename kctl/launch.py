@@ -64,6 +64,7 @@ class StandaloneWorker:
         self.herder.offsets = self.offsets
 
     def start(self) -> None:
+        self.spark.preload()
         self.rest.start()
         self.herder.worker_id = self.config.worker_id(self.rest.port)
         worker = Worker(self.config, worker_id=self.herder.worker_id, transport=self.transport,

@@ -69,6 +69,16 @@ class SparkEngine:
     def started(self) -> bool:
         return self._session is not None
 
+    @staticmethod
+    def preload() -> None:
+        """Import pyspark's SQL modules in the calling thread. Task threads import them
+        lazily, and two threads importing them at once can deadlock on Python's module
+        locks (seen after a restart: "deadlock detected by _ModuleLock('pyspark.sql.types')"
+        failing a sink's first write), so the worker imports them once before any task runs."""
+        import pyspark.sql
+        import pyspark.sql.functions
+        import pyspark.sql.types  # noqa: F401
+
     def spark(self) -> SparkSession:
         session = self._session
         if session is not None:

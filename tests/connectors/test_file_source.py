@@ -14,7 +14,7 @@ from file_support import ConnectorContext, FakeClock, OffsetStore, SourceContext
 
 from kctl.api import DataError, SourceRecord, Struct, Type, partition_key
 from kctl.connectors.file import FileSourceConnector, FileSourceTask
-from kctl.connectors.file.source import CONFIG_DEF
+from kctl.connectors.file.source import CONFIG_DEF, file_id
 
 pytestmark = pytest.mark.spark
 
@@ -64,7 +64,8 @@ def test_text_lines_become_string_records_with_line_exact_offsets(engine, tmp_pa
     recs = drain(task, store)
     assert values(recs) == ["alpha", "beta", "", "gamma"]
     assert all(r.value_schema.type is Type.STRING and r.topic == "lines" for r in recs)
-    assert recs[0].source_partition == {"filename": str(f)}
+    assert recs[0].source_partition == {"file": file_id(os.stat(f))}
+    assert recs[0].source_offset["path"] == str(f)
     assert [r.source_offset["line"] for r in recs] == [1, 2, 3, 4]
     assert recs[-1].source_offset["position"] == os.path.getsize(f)
     assert store.batched_reads == 1  # offsets of all files were read in one call
@@ -203,7 +204,7 @@ def test_a_malformed_json_line_fails_the_task_naming_file_and_line(engine, tmp_p
     bad = e.value.malformed[0]
     assert (bad.filename, bad.line, bad.text) == (str(f), 3, '{"id": oops')
     # the committed offset stops just before the bad line: a restart meets it again
-    assert store.offset({"filename": str(f)})["line"] == 2
+    assert store.offset({"file": file_id(os.stat(f))})["line"] == 2
 
 
 class Reporter:
@@ -244,7 +245,7 @@ def test_with_an_errant_reporter_bad_lines_are_reported_in_file_order(engine, tm
                     ("bad", "nope", 4), ("ok", {"id": 5}, 5)]
     record, error = reporter.reports[0]
     assert isinstance(error, DataError) and f"line 2 in {f}" in str(error)
-    assert record.source_partition == {"filename": str(f)} and record.topic == "lines"
+    assert record.source_partition == {"file": file_id(os.stat(f))} and record.topic == "lines"
 
 
 def test_json_read_straight_from_the_file_equals_parsing_each_line(engine, tmp_path,

@@ -11,6 +11,9 @@ from __future__ import annotations
 import bisect
 import collections
 import contextlib
+import fnmatch
+import gzip
+import hashlib
 import itertools
 import logging
 import os
@@ -20,7 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -62,6 +65,8 @@ FORMATS = ("text", "csv", "json", "parquet")
 CORRUPT = "_corrupt_record"
 _READ_CHUNK = 8 << 20
 _INFER_SAMPLE = 1000
+FINGERPRINT_BYTES = 1024  # how much of a file's head tells it from another at the same inode
+_MAX_BACKOFF_S = 60.0
 
 TASK_INDEX = "task.index"
 TASK_COUNT = "task.count"
@@ -87,6 +92,14 @@ CONFIG_DEF = (
             "Spark DDL schema for csv/json (e.g. `id BIGINT, name STRING`); empty: inferred "
             "from the first lines read, and for json widened with every top-level field that "
             "appears later (so no field is dropped).", group="File")
+    .define("file.exclude", ConfigType.STRING, "", None, Importance.MEDIUM,
+            "Comma-separated glob patterns of files to leave alone although `path` matches "
+            "them, tried on the file name and the full path (e.g. `*.gz` for rotated, "
+            "compressed copies).", group="File")
+    .define("file.close.inactive.ms", ConfigType.LONG, 300_000, Range.at_least(0),
+            Importance.LOW,
+            "How long a file renamed out of `path` is still followed (through its open "
+            "handle) for lines its writer appends after the rename.", group="File")
     .define("csv.header", ConfigType.BOOLEAN, True, None, Importance.LOW,
             "The first line of each csv file is a header (names the columns, not a record).",
             group="CSV")
@@ -183,13 +196,59 @@ class FileSourceConnector(SourceConnector):
 
 @dataclass
 class _FileState:
+    """One file, known by its identity (device and inode): its path may change (rename)
+    without it becoming another file, and another file may appear at its path."""
+
     path: str
     partition: dict[str, str]
+    ident: tuple[int, int] = (0, 0)
     position: int = 0
     line: int = 0
     row: int = 0  # parquet: rows already emitted
     complete: bool = False
     header: str | None = None
+    fh: BinaryIO | None = None  # kept open: a renamed or deleted file is still readable
+    fp: str = ""  # fingerprint of the first fp_len bytes: tells a rewrite from an append
+    fp_len: int = 0
+    seen: int = 0  # the largest size seen, to say how much a loss cost
+    gone: bool = False  # no longer at a path `path` matches (renamed away or deleted)
+    idle_since: float | None = None
+    failures: int = 0
+    retry_at: float = 0.0
+    reported: bool = False
+
+    def close(self) -> None:
+        fh, self.fh = self.fh, None
+        if fh is not None:
+            with contextlib.suppress(OSError):
+                fh.close()
+
+
+@dataclass(frozen=True, slots=True)
+class FileStats:
+    """What the task could not deliver and why, for its status and metrics."""
+
+    truncations: int = 0
+    deletions: int = 0
+    bytes_lost: int = 0
+    unreadable: int = 0
+    renames: int = 0
+
+
+def file_id(st: os.stat_result) -> str:
+    return f"{st.st_dev}:{st.st_ino}"
+
+
+def _deleted(fh: BinaryIO) -> bool:
+    try:
+        return os.fstat(fh.fileno()).st_nlink == 0
+    except OSError:
+        return True
+
+
+def _fingerprint(fh: BinaryIO, n: int) -> str:
+    data = os.pread(fh.fileno(), n, 0)
+    return hashlib.blake2b(data, digest_size=8).hexdigest() if len(data) == n else ""
 
 
 @dataclass(slots=True)
@@ -222,6 +281,9 @@ class MalformedLine:
     text: str
     format: str
     end: int = 0  # where the file continues after this line
+    partition: Mapping[str, str] | None = None
+    fp: str = ""
+    fplen: int = 0
 
     def describe(self) -> str:
         preview = self.text if len(self.text) <= 200 else self.text[:200] + "..."
@@ -234,7 +296,11 @@ class FileSourceTask(SourceTask):
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._stop = threading.Event()
-        self._files: dict[str, _FileState] = {}
+        self._files: dict[tuple[int, int], _FileState] = {}
+        self._gz: dict[tuple[int, int], bytes] = {}
+        self._stats = FileStats()
+        self._file_errors: collections.deque[tuple[SourceRecord, DataError]] = \
+            collections.deque()
         self._next_scan = 0.0
         self._round = 0
         self._schema_ddl: str | None = None
@@ -261,6 +327,9 @@ class FileSourceTask(SourceTask):
         self._schema_given = self._schema_ddl is not None
         self.csv_header: bool = c["csv.header"]
         self.delimiter = decode_delimiter(c["csv.delimiter"])
+        self.exclude = [p.strip() for p in c["file.exclude"].split(",") if p.strip()]
+        self.close_inactive = c["file.close.inactive.ms"] / 1000
+        self.tolerance_all = str(props.get("errors.tolerance", "none")).lower() == "all"
         self.index = int(props.get(TASK_INDEX, "0"))
         self.count = int(props.get(TASK_COUNT, "1"))
         self._stop.clear()
@@ -271,29 +340,198 @@ class FileSourceTask(SourceTask):
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
+        for st in list(self._files.values()):
+            st.close()
 
     # file discovery and offsets
 
-    def _mine(self, filename: str) -> bool:
-        return owner_of(filename, self.count) == self.index
+    def _mine(self, ident: str) -> bool:
+        # by identity, not name: a renamed file stays with the task that reads it
+        return owner_of(ident, self.count) == self.index
+
+    def _excluded(self, path: str) -> bool:
+        name = os.path.basename(path)
+        return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(path, p)
+                   for p in self.exclude)
+
+    @property
+    def stats(self) -> FileStats:
+        """Counts of losses and bad files so far (the log names each one)."""
+        return self._stats
+
+    def _count(self, **inc: int) -> None:
+        s = self._stats
+        self._stats = FileStats(**{k: getattr(s, k) + inc.get(k, 0)
+                                   for k in FileStats.__dataclass_fields__})
 
     def _scan(self) -> None:
-        """Pick up new files of this task's slice, resuming each from its stored offset."""
+        """Match the files `path` names to the files already tracked, by identity: a
+        known identity at another path was renamed, a known one at no path was renamed
+        away or deleted, and a new one resumes from its stored offset (or is a copy)."""
         self._next_scan = self._clock() + self.interval
-        new = [f for f in list_files(self.path) if f not in self._files and self._mine(f)]
+        listed: dict[tuple[int, int], str] = {}
+        for f in list_files(self.path):
+            if self._excluded(f):
+                continue
+            try:
+                info = os.stat(f)
+            except OSError:  # gone between listing and stat
+                continue
+            listed[(info.st_dev, info.st_ino)] = f
+        for ident, st in list(self._files.items()):
+            f = listed.get(ident)
+            if f is not None and st.fh is not None and _deleted(st.fh):
+                f = None  # the inode was reused by a new file: this one is gone
+            if f is None:
+                if not st.gone:
+                    self._gone(st)
+                continue
+            if f != st.path:
+                log.info("%s was renamed to %s; continuing at byte %d", st.path, f,
+                         st.position)
+                self._count(renames=1)
+                st.path = f
+            st.gone = False
+        new = [(ident, f) for ident, f in listed.items()
+               if ident not in self._files and self._mine(f"{ident[0]}:{ident[1]}")]
         if not new:
             return
-        partitions = [{"filename": f} for f in new]
-        stored = self.context.offset_storage_reader.offsets(partitions)
-        for f, part in zip(new, partitions, strict=True):
-            st = _FileState(f, part)
-            off = stored.get(partition_key(part)) or {}
-            st.position = int(off.get("position", 0))
-            st.line = int(off.get("line", 0))
+        partitions = [{"file": f"{i[0]}:{i[1]}"} for i, _ in new]
+        legacy = [{"filename": f} for _, f in new]
+        stored = self.context.offset_storage_reader.offsets(partitions + legacy)
+        for (ident, f), part, old in zip(new, partitions, legacy, strict=True):
+            st = _FileState(f, part, ident)
+            off = stored.get(partition_key(part))
+            if not off and (off := stored.get(partition_key(old))):
+                off = {**off, "legacy": True}
+            self._resume(st, off or {})
+            self._files[ident] = st
+
+    def _resume(self, st: _FileState, off: Mapping[str, Any]) -> None:
+        """Continue where the stored offset says, if it is this file's; else from byte 0,
+        or where a tracked file left off when this one is its copy (copytruncate)."""
+        if self.format == "parquet":
             st.row = int(off.get("row", 0))
             st.complete = bool(off.get("complete", False))
-            self._files[f] = st
-            log.debug("Tracking %s from %s", f, off or "the start")
+            return
+        if off and self._open(st) is not None and self._matches(st, off):
+            st.position = int(off.get("position", 0))
+            st.line = int(off.get("line", 0))
+            st.fp, st.fp_len = str(off.get("fp", "")), int(off.get("fplen", 0))
+            st.seen = st.position
+            log.debug("Tracking %s from byte %d (line %d)", st.path, st.position, st.line)
+            return
+        if off:
+            log.info("%s is a new file at a known place (its first bytes differ from what "
+                     "was read there before): reading it from the start", st.path)
+        self._adopt_copy(st)
+
+    def _matches(self, st: _FileState, off: Mapping[str, Any]) -> bool:
+        assert st.fh is not None
+        size = os.fstat(st.fh.fileno()).st_size
+        if size < int(off.get("position", 0)):
+            return False
+        n = int(off.get("fplen", 0))
+        return off.get("legacy", False) or n == 0 or _fingerprint(st.fh, n) == off.get("fp")
+
+    def _adopt_copy(self, st: _FileState) -> None:
+        """A new file named after a tracked one (app.log.1 after app.log) that starts with
+        the same bytes is a copy of it: continue it where the tracked one is, so a
+        copytruncate rotation neither repeats nor loses lines."""
+        name = os.path.basename(st.path)
+        for other in self._files.values():
+            base = os.path.basename(other.path)
+            if not other.fp_len or not name.startswith(base) or name == base \
+                    or name[len(base)] not in ".-_" or other.position == 0:
+                continue
+            if self._open(st) is None or _fingerprint(st.fh, other.fp_len) != other.fp:  # type: ignore[arg-type]
+                continue
+            size = os.fstat(st.fh.fileno()).st_size  # type: ignore[union-attr]
+            if size < other.position:
+                continue
+            st.position, st.line, st.seen = other.position, other.line, other.position
+            st.fp, st.fp_len = other.fp, other.fp_len
+            log.info("%s is a copy of %s: continuing it at byte %d", st.path, other.path,
+                     st.position)
+            return
+
+    def _open(self, st: _FileState) -> BinaryIO | None:
+        """The file's handle, opened at its path once (checking it is still this file)."""
+        if st.fh is not None:
+            return st.fh
+        if st.retry_at > self._clock():
+            return None
+        try:
+            fh: BinaryIO = open(st.path, "rb")  # noqa: SIM115 - kept open on purpose
+        except OSError as e:
+            self._bad_file(st, "reading", e)
+            return None
+        info = os.fstat(fh.fileno())
+        if (info.st_dev, info.st_ino) != st.ident:
+            fh.close()  # another file took its path; the next scan sorts it out
+            return None
+        st.fh = fh
+        if st.failures:
+            log.info("%s is readable again", st.path)
+            st.failures = 0
+        return fh
+
+    def _bad_file(self, st: _FileState, doing: str, error: BaseException) -> None:
+        """One file failing is that file's problem: log it, count it, dead-letter it once
+        under errors.tolerance=all, and retry it later with backoff; others keep flowing."""
+        st.failures += 1
+        delay = min(_MAX_BACKOFF_S, self.interval * 2 ** min(st.failures, 16))
+        st.retry_at = self._clock() + delay
+        log.warning("Failed %s %s (attempt %d; retrying in %.1f s): %s", doing, st.path,
+                    st.failures, delay, error)
+        if st.reported:
+            return
+        st.reported = True
+        self._count(unreadable=1)
+        if self.tolerance_all:
+            err = DataError(f"Failed {doing} {st.path}: {error}")
+            self._file_errors.append((SourceRecord(
+                self.topic, None, None, None, STRING_SCHEMA, None,
+                source_partition=st.partition,
+                source_offset={"path": st.path, "position": st.position, "line": st.line}),
+                err))
+
+    def _reporter(self) -> Any:
+        get = getattr(self.context, "errant_record_reporter", None)
+        return get() if get is not None else None
+
+    def _gone(self, st: _FileState) -> None:
+        """The file is at no path we read any more: if it is still open, read it to its
+        end (a writer may still append to a renamed file); else what was unread is lost."""
+        st.gone = True
+        st.idle_since = None
+        if st.fh is not None:
+            what = "deleted" if _deleted(st.fh) else "renamed away"
+            log.info("%s was %s; reading it to its end through its open handle", st.path, what)
+            return
+        self._drop(st, "deleted")
+
+    def _drop(self, st: _FileState, why: str) -> None:
+        lost = max(0, st.seen - st.position) if not st.complete else 0
+        if lost and self.format != "parquet":
+            log.warning("%s was %s before it was fully read: %d bytes after byte %d were "
+                        "never read", st.path, why, lost, st.position)
+            self._count(deletions=1, bytes_lost=lost)
+        st.close()
+        self._files.pop(st.ident, None)
+        self._parquet.pop(st.path, None)
+
+    def _idle(self, st: _FileState) -> None:
+        """Nothing new in a file: forget a deleted one, and a renamed-away one after
+        file.close.inactive.ms."""
+        if not st.gone:
+            return
+        now = self._clock()
+        if st.idle_since is None:
+            st.idle_since = now
+        if st.fh is None or _deleted(st.fh) or now - st.idle_since >= self.close_inactive:
+            log.info("Done with %s at byte %d", st.path, st.position)
+            self._drop(st, "closed")
 
     # polling
 
@@ -315,6 +553,11 @@ class FileSourceTask(SourceTask):
             if not self._stop.is_set():
                 self._ahead = self._executor().submit(self._next_batch)
             self._items.extend(batch)
+        while self._file_errors:  # a file that cannot be read, reported from this thread
+            reporter = self._reporter()
+            record, err = self._file_errors.popleft()
+            if reporter is not None:
+                reporter.report(record, err)
         items = self._items
         while items and isinstance(items[0], MalformedLine):
             self._report(items.popleft())
@@ -344,32 +587,82 @@ class FileSourceTask(SourceTask):
     def _read_chunk(self, st: _FileState, budget: int, byte_budget: int) -> _Chunk | None:
         """Up to `budget` complete lines after st.position, stopping after the line that
         reaches `byte_budget` bytes; a trailing partial line waits."""
-        try:
-            size = os.path.getsize(st.path)
-        except OSError:
+        fh = self._open(st)
+        if fh is None:
             return None
-        if size < st.position:
-            log.warning("%s shrank below its stored position %d; waiting for it to grow back",
-                        st.path, st.position)
-            return None
+        if st.path.endswith(".gz"):
+            return self._read_gz(st, fh, budget, byte_budget)
+        size = os.fstat(fh.fileno()).st_size
+        if size < st.position or (st.fp_len and size > st.position
+                                  and _fingerprint(fh, st.fp_len) != st.fp):
+            self._truncated(st, size)
+        st.seen = max(st.seen, size)
         if size == st.position:
+            self._idle(st)
             return None
+        st.idle_since = None
+        chunk = self._lines(st, fh, budget, byte_budget)
+        if chunk is not None and st.fp_len < FINGERPRINT_BYTES and st.position > st.fp_len:
+            st.fp_len = min(FINGERPRINT_BYTES, st.position)
+            st.fp = _fingerprint(fh, st.fp_len)
+        return chunk
+
+    def _truncated(self, st: _FileState, size: int) -> None:
+        """Same file, new content (copytruncate, `: > file`): read it again from byte 0.
+        What was in it beyond our position when it was cut is lost, and said so."""
+        lost = max(0, st.seen - st.position)
+        log.warning("%s was truncated (now %d bytes, read up to byte %d): reading it again "
+                    "from the start; %d bytes that were in it were never read", st.path, size,
+                    st.position, lost)
+        self._count(truncations=1, bytes_lost=lost)
+        st.position = st.line = st.seen = st.fp_len = 0
+        st.fp = ""
+        st.header = None
+
+    def _read_gz(self, st: _FileState, fh: BinaryIO, budget: int,
+                 byte_budget: int) -> _Chunk | None:
+        """A compressed (rotated) file is read whole once it decompresses completely; its
+        offsets count decompressed bytes."""
+        if st.complete:
+            self._idle(st)
+            return None
+        data = self._gz.get(st.ident)
+        if data is None:
+            try:
+                fh.seek(0)
+                data = gzip.decompress(fh.read())
+            except (EOFError, OSError, gzip.BadGzipFile) as e:  # still being written
+                log.debug("Cannot decompress %s yet: %s", st.path, e)
+                return None
+            self._gz[st.ident] = data
+        import io
+
+        chunk = self._lines(st, io.BytesIO(data), budget, byte_budget)  # type: ignore[arg-type]
+        if st.position >= len(data) or chunk is None:
+            st.complete = True
+            self._gz.pop(st.ident, None)
+            if st.position < len(data):
+                log.warning("%s ends without a newline: its last %d bytes are not a line",
+                            st.path, len(data) - st.position)
+        return chunk
+
+    def _lines(self, st: _FileState, fh: BinaryIO, budget: int,
+               byte_budget: int) -> _Chunk | None:
         raw: list[bytes] = []
         crlf = False
-        with open(st.path, "rb") as fh:
-            fh.seek(st.position)
-            tail = b""
-            taken = 0
-            while len(raw) < budget and taken < byte_budget:
-                data = fh.read(min(_READ_CHUNK, max(byte_budget - taken, 1 << 16)))
-                if not data:
-                    break
-                crlf = crlf or b"\r" in data
-                parts = (tail + data).split(b"\n")
-                tail = parts.pop()  # no newline yet: not a complete line
-                parts = parts[:budget - len(raw)]
-                raw.extend(parts)
-                taken += sum(map(len, parts)) + len(parts)
+        fh.seek(st.position)
+        tail = b""
+        taken = 0
+        while len(raw) < budget and taken < byte_budget:
+            data = fh.read(min(_READ_CHUNK, max(byte_budget - taken, 1 << 16)))
+            if not data:
+                break
+            crlf = crlf or b"\r" in data
+            parts = (tail + data).split(b"\n")
+            tail = parts.pop()  # no newline yet: not a complete line
+            parts = parts[:budget - len(raw)]
+            raw.extend(parts)
+            taken += sum(map(len, parts)) + len(parts)
         if not raw:
             return None
         ends = list(itertools.accumulate((len(r) + 1 for r in raw), initial=st.position))[1:]
@@ -417,8 +710,10 @@ class FileSourceTask(SourceTask):
 
     def _batch(self, st: _FileState, schema: Schema, values: pa.Array, lines: list[int],
                ends: list[int]) -> SourceBatch:
+        n = len(lines)
         return SourceBatch(self.topic, st.partition, schema, values,
-                           {"position": ends, "line": lines})
+                           {"position": ends, "line": lines, "path": [st.path] * n,
+                            "fp": [st.fp] * n, "fplen": [st.fp_len] * n})
 
     # Spark parsing
 
@@ -572,7 +867,7 @@ class FileSourceTask(SourceTask):
         text = c.texts[i].as_py()
         start = c.ends[i] - len(text.encode("utf-8")) - 1
         return MalformedLine(c.state.path, c.lines[i], max(start, 0), text, self.format,
-                             c.ends[i])
+                             c.ends[i], c.state.partition, c.state.fp, c.state.fp_len)
 
     def _report(self, bad: MalformedLine) -> None:
         """The one place malformed input is handled: the runtime's errant record reporter
@@ -585,8 +880,10 @@ class FileSourceTask(SourceTask):
         if reporter is None:
             raise err
         record = SourceRecord(self.topic, None, None, None, STRING_SCHEMA, bad.text,
-                              source_partition={"filename": bad.filename},
-                              source_offset={"position": bad.end, "line": bad.line})
+                              source_partition=bad.partition or {"filename": bad.filename},
+                              source_offset={"position": bad.end, "line": bad.line,
+                                             "path": bad.filename, "fp": bad.fp,
+                                             "fplen": bad.fplen})
         reporter.report(record, err)
 
     def _infer(self, spark: SparkSession, chunks: list[_Chunk]) -> str:

@@ -216,6 +216,9 @@ class _FileState:
     failures: int = 0
     retry_at: float = 0.0
     reported: bool = False
+    # (fp, fp_len, position, line, bytes unread) before the last truncation: a copy made
+    # just before it (copytruncate) continues from there
+    before_cut: tuple[str, int, int, int, int] | None = None
 
     def close(self) -> None:
         fh, self.fh = self.fh, None
@@ -429,8 +432,8 @@ class FileSourceTask(SourceTask):
     def _matches(self, st: _FileState, off: Mapping[str, Any]) -> bool:
         assert st.fh is not None
         size = os.fstat(st.fh.fileno()).st_size
-        if size < int(off.get("position", 0)):
-            return False
+        if size < int(off.get("position", 0)) and not st.path.endswith(".gz"):
+            return False  # (a .gz file's positions count decompressed bytes)
         n = int(off.get("fplen", 0))
         return off.get("legacy", False) or n == 0 or _fingerprint(st.fh, n) == off.get("fp")
 
@@ -439,21 +442,27 @@ class FileSourceTask(SourceTask):
         the same bytes is a copy of it: continue it where the tracked one is, so a
         copytruncate rotation neither repeats nor loses lines."""
         name = os.path.basename(st.path)
-        for other in self._files.values():
+        for other in list(self._files.values()):
             base = os.path.basename(other.path)
-            if not other.fp_len or not name.startswith(base) or name == base \
-                    or name[len(base)] not in ".-_" or other.position == 0:
+            if not name.startswith(base) or name == base or name[len(base)] not in ".-_":
                 continue
-            if self._open(st) is None or _fingerprint(st.fh, other.fp_len) != other.fp:  # type: ignore[arg-type]
-                continue
-            size = os.fstat(st.fh.fileno()).st_size  # type: ignore[union-attr]
-            if size < other.position:
-                continue
-            st.position, st.line, st.seen = other.position, other.line, other.position
-            st.fp, st.fp_len = other.fp, other.fp_len
-            log.info("%s is a copy of %s: continuing it at byte %d", st.path, other.path,
-                     st.position)
-            return
+            for fp, fp_len, position, line, lost in (
+                    (other.fp, other.fp_len, other.position, other.line, 0),
+                    *([other.before_cut] if other.before_cut else [])):
+                if not fp_len or not position or self._open(st) is None:
+                    continue
+                assert st.fh is not None
+                size = os.fstat(st.fh.fileno()).st_size
+                if size < position or _fingerprint(st.fh, fp_len) != fp:
+                    continue
+                st.position, st.line, st.seen = position, line, position
+                st.fp, st.fp_len = fp, fp_len
+                if lost:  # the truncation's loss is what the copy does not have
+                    self._count(bytes_lost=-min(lost, size - position))
+                    other.before_cut = None
+                log.info("%s is a copy of %s: continuing it at byte %d", st.path,
+                         other.path, st.position)
+                return
 
     def _open(self, st: _FileState) -> BinaryIO | None:
         """The file's handle, opened at its path once (checking it is still this file)."""
@@ -612,9 +621,11 @@ class FileSourceTask(SourceTask):
         What was in it beyond our position when it was cut is lost, and said so."""
         lost = max(0, st.seen - st.position)
         log.warning("%s was truncated (now %d bytes, read up to byte %d): reading it again "
-                    "from the start; %d bytes that were in it were never read", st.path, size,
+                    "from the start; %d bytes that were in it were never read (unless a copy "
+                    "the rotation made has them)", st.path, size,
                     st.position, lost)
         self._count(truncations=1, bytes_lost=lost)
+        st.before_cut = (st.fp, st.fp_len, st.position, st.line, lost)
         st.position = st.line = st.seen = st.fp_len = 0
         st.fp = ""
         st.header = None
@@ -635,6 +646,8 @@ class FileSourceTask(SourceTask):
                 log.debug("Cannot decompress %s yet: %s", st.path, e)
                 return None
             self._gz[st.ident] = data
+            st.fp_len = min(FINGERPRINT_BYTES, os.fstat(fh.fileno()).st_size)
+            st.fp = _fingerprint(fh, st.fp_len)
         import io
 
         chunk = self._lines(st, io.BytesIO(data), budget, byte_budget)  # type: ignore[arg-type]

@@ -12,12 +12,17 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from file_support import OffsetStore, SourceContext, expand
+from prometheus_client import CollectorRegistry, generate_latest
 
 from kctl.api import DataError, SourceRecord
 from kctl.connectors.file import FileSourceTask
+from kctl.runtime.metrics import WorkerCollector
+from kctl.runtime.tasks.base import TaskCounters
+from kctl.states import TaskId
 
 pytestmark = pytest.mark.spark
 
@@ -225,16 +230,32 @@ def test_a_truncation_before_the_file_was_read_is_logged_and_counted(engine, tmp
     task = start(engine, store, path=str(log_file), **{"batch.max.rows": "10"})
     shipper = Shipper(task, store)
     shipper.poll()
-    read = sum(len(x) + 1 for x in shipper.delivered)
     truncate(log_file)
     append(log_file, ["after"])
     with caplog.at_level(logging.WARNING):
         shipper.until("after")
+    # what was read before the cut (a poll may have been read ahead) arrived; the rest not
+    read = sum(len(x) + 1 for x in shipper.delivered if x != "after")
+    assert shipper.delivered == [*written[:len(shipper.delivered) - 1], "after"]
     unread = sum(len(x) + 1 for x in written) - read  # bytes that were never read
     assert task.stats.truncations == 1 and task.stats.bytes_lost == unread
     warning = next(r.getMessage() for r in caplog.records if "truncated" in r.getMessage())
     assert str(log_file) in warning and f"{unread} bytes" in warning
+    # ... and on the worker's /metrics, next to the runtime's own counters
+    worker = SimpleNamespace(tasks={TaskId("tail", 0): SimpleNamespace(
+        task=task, counters=TaskCounters(), records_sent=0)})
+    scraped = generate_latest(registry(WorkerCollector(lambda: worker, None))).decode()
+    assert ('kafka_connect_connector_task_metrics_file_bytes_lost_total'
+            f'{{connector="tail",task="0"}} {float(unread)}') in scraped
+    assert ('kafka_connect_connector_task_metrics_file_truncations_total'
+            '{connector="tail",task="0"} 1.0') in scraped
     task.stop()
+
+
+def registry(collector: WorkerCollector) -> CollectorRegistry:
+    reg = CollectorRegistry()
+    reg.register(collector)
+    return reg
 
 
 @contextlib.contextmanager

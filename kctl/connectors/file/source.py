@@ -362,6 +362,15 @@ class FileSourceTask(SourceTask):
         """Counts of losses and bad files so far (the log names each one)."""
         return self._stats
 
+    def metrics(self) -> dict[str, int]:
+        """The stats as counters for the worker's /metrics (connector-task-metrics)."""
+        s = self._stats
+        return {"file-truncations-total": s.truncations,
+                "file-deleted-unread-total": s.deletions,
+                "file-bytes-lost-total": s.bytes_lost,
+                "file-unreadable-total": s.unreadable,
+                "file-renames-total": s.renames}
+
     def _count(self, **inc: int) -> None:
         s = self._stats
         self._stats = FileStats(**{k: getattr(s, k) + inc.get(k, 0)

@@ -407,6 +407,27 @@ def test_config_errors_name_the_field():
     assert not results["path"] and not results["topic"]
 
 
+def test_validate_rejects_bad_schemas_encodings_and_option_combinations():
+    """Issue 16, reproduction 6: an unknown type must fail `validate` (and so `create`),
+    not the task 15 s after it reported RUNNING."""
+    conn = FileSourceConnector()
+
+    def errors(**props: str) -> dict[str, list[str]]:
+        return {v.name: v.errors for v in conn.validate({"path": "/x", "topic": "t", **props})
+                if v.errors}
+
+    assert "unknown type 'INTEGR' for field id" in \
+        errors(format="json", schema="id INTEGR, page STRING")["schema"][0]
+    for good in ("id INT, page STRING", "a ARRAY<STRING>, m MAP<STRING, STRUCT<x: INT>>",
+                 "d DECIMAL(10, 2) NOT NULL COMMENT 'euros', `odd name` TIMESTAMP"):
+        assert errors(format="json", schema=good) == {}, good
+    assert "csv and json" in errors(format="text", schema="id INT")["schema"][0]
+    assert "format csv" in errors(format="json", **{"csv.delimiter": ";"})["csv.delimiter"][0]
+    assert "Unknown encoding" in errors(**{"file.encoding": "utf-9"})["file.encoding"][0]
+    assert "byte \\n" in errors(**{"file.encoding": "utf-16"})["file.encoding"][0]
+    assert errors(**{"file.encoding": "latin-1"}) == {}
+
+
 def test_scan_uses_the_injected_clock(engine, tmp_path):
     """New files are looked for only when poll.interval.ms has passed on the task's clock."""
     write(tmp_path / "1.txt", "a\n")

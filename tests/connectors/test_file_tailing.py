@@ -310,3 +310,36 @@ def test_an_unreadable_file_is_reported_and_retried_while_others_flow(engine, tm
         shipper.until(*lines("S", 1, 3))
     once_each(shipper.delivered, lines("G", 1, 10) + lines("S", 1, 3))
     task.stop()
+
+
+def test_bytes_that_do_not_decode_are_reported_never_replaced(engine, tmp_path):
+    f = tmp_path / "mixed.log"
+    f.write_bytes("café\n".encode() + b"caf\xe9 latin\n" + "naïve\n".encode())
+    reporter = Reporter()
+    store = OffsetStore()
+    task = start(engine, store, reporter, path=str(f), **{"errors.tolerance": "all"})
+    shipper = Shipper(task, store)
+    shipper.until("café", "naïve")
+    shipper.settle()
+    assert shipper.delivered == ["café", "naïve"]
+    [(record, error)] = reporter.reports
+    assert record.value == "caf\\xe9 latin" and record.source_offset["line"] == 2
+    assert f"Line 2 in {f} is not valid utf-8" in str(error)
+    # the committed offset is past the three lines: a restart reads none of them again
+    assert expand(start(engine, store, path=str(f)).poll()) == []
+
+    # the same bytes are fine when the files say they are latin-1
+    latin = Shipper(start(engine, OffsetStore(), path=str(f),
+                          **{"file.encoding": "latin-1"}), OffsetStore())
+    latin.until("café".encode().decode("latin-1"), "café latin")
+    assert len(latin.delivered) == 3
+
+
+def test_without_a_reporter_an_undecodable_line_fails_naming_file_and_line(engine, tmp_path):
+    f = tmp_path / "bad.log"
+    f.write_bytes(b"ok\n\xff\xfe\n")
+    store = OffsetStore()
+    shipper = Shipper(start(engine, store, path=str(f)), store)
+    with pytest.raises(DataError, match=rf"Line 2 in {f} is not valid utf-8"):
+        shipper.until("never")
+    assert shipper.delivered == ["ok"]

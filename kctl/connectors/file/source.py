@@ -9,6 +9,7 @@ appended lines are read without re-reading the file. Parquet files are read whol
 from __future__ import annotations
 
 import bisect
+import codecs
 import collections
 import contextlib
 import fnmatch
@@ -32,6 +33,7 @@ import pyarrow.compute as pc
 from kctl.api import (
     ConfigDef,
     ConfigType,
+    ConfigValue,
     DataError,
     Importance,
     NonEmptyString,
@@ -50,6 +52,7 @@ from kctl.api.data import STRING_SCHEMA
 from kctl.connectors.file._common import (
     SingleChar,
     SparkDdl,
+    TextEncoding,
     decode_delimiter,
     list_files,
     owner_of,
@@ -100,6 +103,11 @@ CONFIG_DEF = (
             Importance.LOW,
             "How long a file renamed out of `path` is still followed (through its open "
             "handle) for lines its writer appends after the rename.", group="File")
+    .define("file.encoding", ConfigType.STRING, "utf-8", TextEncoding(), Importance.MEDIUM,
+            "Character set of text, csv and json files (one whose newline is the byte \\n, "
+            "e.g. utf-8, latin-1, cp1252). Decoding is strict: a line that does not decode "
+            "is reported like a malformed one (dead letter queue under "
+            "errors.tolerance=all, else the task fails), never altered.", group="File")
     .define("csv.header", ConfigType.BOOLEAN, True, None, Importance.LOW,
             "The first line of each csv file is a header (names the columns, not a record).",
             group="CSV")
@@ -150,6 +158,20 @@ class FileSourceConnector(SourceConnector):
 
     def task_class(self) -> type[Task]:
         return FileSourceTask
+
+    def validate(self, props: Mapping[str, Any]) -> list[ConfigValue]:
+        """Per-key checks, then the combinations a key alone cannot judge."""
+        values = CONFIG_DEF.validate(props)
+        by_name = {v.name: v for v in values}
+        fmt = str(props.get("format") or "text").strip().lower()
+        if str(props.get("schema") or "").strip() and fmt in ("text", "parquet") \
+                and "schema" in by_name:
+            by_name["schema"].errors.append(
+                f"`schema` applies to csv and json files; format {fmt} has its own")
+        for key in ("csv.header", "csv.delimiter"):
+            if key in props and fmt != "csv" and key in by_name:
+                by_name[key].errors.append(f"{key} applies to format csv, not {fmt}")
+        return values
 
     def start(self, props: Mapping[str, str]) -> None:
         self._props = dict(props)
@@ -263,6 +285,7 @@ class _Chunk:
     texts: pa.Array
     lines: list[int]
     ends: list[int]
+    bad: MalformedLine | None = None  # a line that could not be decoded: nothing else
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -287,9 +310,12 @@ class MalformedLine:
     partition: Mapping[str, str] | None = None
     fp: str = ""
     fplen: int = 0
+    problem: str = ""  # set when the line is not malformed but undecodable
 
     def describe(self) -> str:
         preview = self.text if len(self.text) <= 200 else self.text[:200] + "..."
+        if self.problem:
+            return f"Line {self.line} in {self.filename} is {self.problem}: {preview!r}"
         return f"Malformed {self.format} line {self.line} in {self.filename}: {preview!r}"
 
 
@@ -301,6 +327,7 @@ class FileSourceTask(SourceTask):
         self._stop = threading.Event()
         self._files: dict[tuple[int, int], _FileState] = {}
         self._gz: dict[tuple[int, int], bytes] = {}
+        self._bad_chunks: list[_Chunk] = []
         self._stats = FileStats()
         self._file_errors: collections.deque[tuple[SourceRecord, DataError]] = \
             collections.deque()
@@ -330,6 +357,8 @@ class FileSourceTask(SourceTask):
         self._schema_given = self._schema_ddl is not None
         self.csv_header: bool = c["csv.header"]
         self.delimiter = decode_delimiter(c["csv.delimiter"])
+        self.encoding: str = codecs.lookup(c["file.encoding"]).name
+        self.utf8 = self.encoding == "utf-8"
         self.exclude = [p.strip() for p in c["file.exclude"].split(",") if p.strip()]
         self.close_inactive = c["file.close.inactive.ms"] / 1000
         self.tolerance_all = str(props.get("errors.tolerance", "none")).lower() == "all"
@@ -604,7 +633,17 @@ class FileSourceTask(SourceTask):
 
     def _read_chunk(self, st: _FileState, budget: int, byte_budget: int) -> _Chunk | None:
         """Up to `budget` complete lines after st.position, stopping after the line that
-        reaches `byte_budget` bytes; a trailing partial line waits."""
+        reaches `byte_budget` bytes; a trailing partial line waits. A file that fails to
+        read is that file's problem (reported, retried later), not the task's."""
+        try:
+            return self._read_open(st, budget, byte_budget)
+        except (OSError, ValueError) as e:  # ValueError: its handle was closed by stop()
+            st.close()
+            if not self._stop.is_set():
+                self._bad_file(st, "reading", e)
+            return None
+
+    def _read_open(self, st: _FileState, budget: int, byte_budget: int) -> _Chunk | None:
         fh = self._open(st)
         if fh is None:
             return None
@@ -694,14 +733,44 @@ class FileSourceTask(SourceTask):
         if crlf:
             raw = [r[:-1] if r.endswith(b"\r") else r for r in raw]
         try:
+            if not self.utf8:
+                raise UnicodeError
             texts = pa.array(raw, pa.binary()).cast(pa.string())
-        except pa.ArrowInvalid:  # not UTF-8 throughout: decode line by line, replacing
-            texts = pa.array([r.decode("utf-8", errors="replace") for r in raw], pa.string())
+        except (pa.ArrowInvalid, UnicodeError):  # decode line by line, strictly
+            decoded: list[str] = []
+            for r in raw:
+                try:
+                    decoded.append(r.decode(self.encoding))
+                except UnicodeDecodeError as e:
+                    if decoded:  # the lines before it now; it comes next, on its own
+                        raw, ends = raw[:len(decoded)], ends[:len(decoded)]
+                        break
+                    return self._undecodable(st, r, ends[0], e)
+            texts = pa.array(decoded, pa.string())
         first = st.line + 1
         st.position, st.line = ends[-1], st.line + len(raw)
         return _Chunk(st, texts, list(range(first, first + len(raw))), ends)
 
+    def _undecodable(self, st: _FileState, raw: bytes, end: int,
+                     error: UnicodeDecodeError) -> _Chunk:
+        """A line that is not in file.encoding: a chunk of no lines carrying it as malformed
+        (never replaced silently), the file continuing after it."""
+        st.line += 1
+        start, st.position = st.position, end
+        text = raw.decode(self.encoding, errors="backslashreplace")
+        bad = MalformedLine(st.path, st.line, start, text, self.format, end, st.partition,
+                            st.fp, st.fp_len,
+                            problem=f"not valid {self.encoding} ({error.reason} at byte "
+                                    f"{error.start} of the line)")
+        return _Chunk(st, pa.array([], pa.string()), [], [], bad)
+
     def _poll_lines(self) -> list[SourceBatch | MalformedLine]:
+        out = self._poll_chunks()
+        bad = [c.bad for c in self._bad_chunks if c.bad is not None]
+        self._bad_chunks = []
+        return out + bad  # (each bad line is its file's only line in this poll)
+
+    def _poll_chunks(self) -> list[SourceBatch | MalformedLine]:
         chunks: list[_Chunk] = []
         total = size = 0
         for st in self._ordered_files():
@@ -709,7 +778,10 @@ class FileSourceTask(SourceTask):
                 break
             start = st.position
             chunk = self._read_chunk(st, self.batch_max - total, self.batch_bytes - size)
-            if chunk is not None:
+            if chunk is not None and chunk.bad is not None:
+                self._bad_chunks.append(chunk)
+                size += st.position - start
+            elif chunk is not None:
                 chunks.append(chunk)
                 total += len(chunk)
                 size += st.position - start
@@ -879,7 +951,7 @@ class FileSourceTask(SourceTask):
         another header would be parsed by position into the wrong columns, so refuse."""
         for st in {id(st): st for st in states}.values():
             if st.header is None:
-                st.header = self._header_of(st.path)
+                st.header = self._header_of(st.path, self.encoding)
             if st.header.strip() != (self._csv_header_line or "").strip():
                 raise DataError(f"{st.path} has the csv header {st.header!r} but this task "
                                 f"inferred its schema from the header {self._csv_header_line!r}"
@@ -930,7 +1002,7 @@ class FileSourceTask(SourceTask):
         """Spark's inference over a sample of lines (`states`: the files they come from)."""
         sample = sample[:_INFER_SAMPLE]
         if self.format == "csv" and self.csv_header:
-            header = states[0].header or self._header_of(states[0].path)
+            header = states[0].header or self._header_of(states[0].path, self.encoding)
             if self._csv_header_line is None:
                 self._csv_header_line = header
             sample = [header, *sample]
@@ -947,9 +1019,9 @@ class FileSourceTask(SourceTask):
         return [f for f in inferred.fields if f.name != CORRUPT]
 
     @staticmethod
-    def _header_of(path: str) -> str:
+    def _header_of(path: str, encoding: str = "utf-8") -> str:
         with open(path, "rb") as fh:
-            return fh.readline().rstrip(b"\r\n").decode("utf-8", errors="replace")
+            return fh.readline().rstrip(b"\r\n").decode(encoding, errors="replace")
 
     # parquet
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -311,16 +312,45 @@ def test_csv_with_header_and_inferred_schema(engine, tmp_path):
     assert values(drain(again, store)) == [{"id": 3, "name": "cy", "score": 3.5}]
 
 
-def test_a_csv_file_with_another_header_is_refused_not_misparsed(engine, tmp_path):
+def test_csv_columns_are_matched_by_header_name(engine, tmp_path):
+    """Issue 16, reproduction 4: headers `id,name`, `id,name,extra` and `name,id` once
+    failed the task; now columns go by name, new ones widen the schema, missing ones are
+    null."""
     write(tmp_path / "a.csv", "id,name\n1,ann\n")
     store = OffsetStore()
     task = start_task(engine, store, path=str(tmp_path), format="csv")
     assert values(drain(task, store)) == [{"id": 1, "name": "ann"}]
-    b = write(tmp_path / "b.csv", "name,id\nbob,2\n")
+    write(tmp_path / "b.csv", "id,name,extra\n2,bob,9.5\n")
+    write(tmp_path / "c.csv", "name,id\ncy,3\n")
     task._next_scan = 0  # look for new files now
-    with pytest.raises(DataError) as e:
-        drain(task, store)
-    assert str(b) in str(e.value) and "'name,id'" in str(e.value) and "`schema`" in str(e.value)
+    got = sorted(values(drain(task, store)), key=lambda v: v["id"])
+    assert got == [{"id": 2, "name": "bob", "extra": 9.5},
+                   {"id": 3, "name": "cy", "extra": None}]
+    # a given schema: a file with fewer columns gives nulls, not "malformed"
+    given = start_task(engine, OffsetStore(), path=str(tmp_path / "c.csv"), format="csv",
+                       schema="id INT, name STRING, score DOUBLE")
+    assert values(drain(given)) == [{"id": 3, "name": "cy", "score": None}]
+
+
+def test_a_csv_header_that_cannot_be_matched_is_that_files_error(engine, tmp_path):
+    write(tmp_path / "a.csv", "id,name\n1,ann\n")
+    bad = write(tmp_path / "b.csv", "id,id\n2,3\n")
+    reporter = Reporter()
+    props = {"topic": "lines", "poll.interval.ms": "20", "path": str(tmp_path),
+             "format": "csv", "errors.tolerance": "all"}
+    task = FileSourceTask()
+    task.initialize(ReportingContext(engine, OffsetStore(), props, reporter))
+    task.start(props)
+    seen: list = []
+    deadline = time.monotonic() + 20
+    while not (reporter.reports and seen):  # the good file flows, the bad one is reported
+        assert time.monotonic() < deadline
+        seen.extend(values(poll(task)))
+    assert seen == [{"id": 1, "name": "ann"}]
+    [(record, error)] = reporter.reports
+    assert record.source_offset["path"] == str(bad)
+    assert f"the csv header 'id,id' of {bad} names columns ['id'] more than once" in str(error)
+    assert task.stats.unreadable == 1
 
 
 def test_a_malformed_csv_line_fails_with_file_and_line(engine, tmp_path):
@@ -390,7 +420,6 @@ def test_fewer_files_than_tasks_asks_for_reconfiguration_when_files_appear(engin
     conn.start({"path": str(tmp_path), "format": "text", "topic": "t", "poll.interval.ms": "1"})
     assert len(conn.task_configs(4)) == 1
     write(tmp_path / "second.txt", "y\n")
-    import time
     deadline = time.monotonic() + 10
     while ctx.reconfigurations == 0 and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -12,6 +12,7 @@ import bisect
 import codecs
 import collections
 import contextlib
+import csv
 import fnmatch
 import gzip
 import hashlib
@@ -286,6 +287,8 @@ class _Chunk:
     lines: list[int]
     ends: list[int]
     bad: MalformedLine | None = None  # a line that could not be decoded: nothing else
+    start: int = 0  # where the chunk begins in its file, and the line before it
+    start_line: int = 0
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -644,6 +647,8 @@ class FileSourceTask(SourceTask):
             return None
 
     def _read_open(self, st: _FileState, budget: int, byte_budget: int) -> _Chunk | None:
+        if st.retry_at > self._clock():  # failed lately: wait for its backoff
+            return None
         fh = self._open(st)
         if fh is None:
             return None
@@ -748,8 +753,10 @@ class FileSourceTask(SourceTask):
                     return self._undecodable(st, r, ends[0], e)
             texts = pa.array(decoded, pa.string())
         first = st.line + 1
+        start = st.position
         st.position, st.line = ends[-1], st.line + len(raw)
-        return _Chunk(st, texts, list(range(first, first + len(raw))), ends)
+        return _Chunk(st, texts, list(range(first, first + len(raw))), ends, None, start,
+                      first - 1)
 
     def _undecodable(self, st: _FileState, raw: bytes, end: int,
                      error: UnicodeDecodeError) -> _Chunk:
@@ -815,13 +822,74 @@ class FileSourceTask(SourceTask):
         return self.context.spark()
 
     def _parse(self, chunks: list[_Chunk]) -> list[SourceBatch | MalformedLine]:
+        if self.format == "csv" and self.csv_header:
+            return self._parse_csv(chunks)
+        return self._parse_group(chunks)
+
+    def _parse_csv(self, chunks: list[_Chunk]) -> list[SourceBatch | MalformedLine]:
+        """csv columns are matched by header name, one Spark job per distinct header: a
+        file without some column gives nulls for it, one with new columns widens an
+        inferred schema (a given one ignores them), and a header that cannot be matched
+        (duplicate or empty names, nothing in common with `schema`) is that file's error."""
+        from pyspark.sql.types import StructType
+
+        spark = self._spark()
+        groups: dict[tuple[str, ...], list[_Chunk]] = {}
+        for c in chunks:
+            st = c.state
+            if st.header is None:
+                st.header = self._header_of(st.path, self.encoding)
+            names = tuple(next(csv.reader([st.header], delimiter=self.delimiter), []))
+            problem = self._header_problem(names)
+            if problem:  # back to the chunk's start: retried later, with backoff
+                err = DataError(f"the csv header {st.header!r} of {st.path} {problem}")
+                st.position, st.line = c.start, c.start_line
+                st.header = None if c.start == 0 else st.header
+                self._bad_file(st, "parsing", err)
+                continue
+            groups.setdefault(names, []).append(c)
+        out: list[SourceBatch | MalformedLine] = []
+        for names, group in groups.items():
+            if self._schema_ddl is None:
+                self._infer(spark, group)
+            current = StructType.fromDDL(self._schema_ddl or "")
+            known = {f.name for f in current.fields}
+            new = [n for n in names if n not in known]
+            if new and not self._schema_given:
+                sample = [t for c in group for t in c.texts.slice(0, _INFER_SAMPLE).to_pylist()]
+                inferred = {f.name: f for f in self._infer_fields(
+                    spark, sample, [group[0].state])}
+                current = StructType([*current.fields, *(inferred[n] for n in new
+                                                         if n in inferred)])
+                self._schema_ddl = current.toDDL()
+                log.info("Widened the csv schema for %s with %s from %s: %s", self.path, new,
+                         group[0].state.path, self._schema_ddl)
+            types = {f.name: f.dataType.simpleString() for f in current.fields}
+            file_ddl = ", ".join(f"`{n}` {types.get(n, 'STRING')}" for n in names)
+            out.extend(self._parse_group(group, (file_ddl, set(names))))
+        return out
+
+    def _header_problem(self, names: tuple[str, ...]) -> str:
+        if not names or any(not n.strip() for n in names):
+            return "has an empty column name"
+        if len(set(names)) < len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            return f"names columns {dup} more than once"
+        if self._schema_given and self._schema_ddl:
+            from pyspark.sql.types import StructType
+
+            if not set(names) & {f.name for f in StructType.fromDDL(self._schema_ddl).fields}:
+                return f"has no column of the schema {self._schema_ddl!r}"
+        return ""
+
+    def _parse_group(self, chunks: list[_Chunk], layout: tuple[str, set[str]] | None = None
+                     ) -> list[SourceBatch | MalformedLine]:
+        """One Spark job for these chunks; `layout`: a csv file's own columns (DDL in its
+        header's order, and their names) to project onto the task's schema."""
         spark = self._spark()
         texts = pa.concat_arrays([c.texts for c in chunks])
-        states = [c.state for c in chunks]
         ddl = self._schema_ddl or self._infer(spark, chunks)
-        if self.format == "csv" and self.csv_header and not self._schema_given:
-            self._check_headers(states)
-        result, widen = self._parse_with(spark, texts, ddl)
+        result, widen = self._parse_with(spark, texts, ddl, layout)
         if widen is not None:  # json fields the schema does not know yet: widen it, never drop them
             ddl = self._widen(spark, texts.filter(widen).to_pylist())
             result, _ = self._parse_with(spark, texts, ddl)
@@ -856,8 +924,9 @@ class FileSourceTask(SourceTask):
             row += len(c)
         return out
 
-    def _parse_with(self, spark: SparkSession, texts: pa.Array,
-                    ddl: str) -> tuple[pa.Table, pa.Array | None]:
+    def _parse_with(self, spark: SparkSession, texts: pa.Array, ddl: str,
+                    layout: tuple[str, set[str]] | None = None
+                    ) -> tuple[pa.Table, pa.Array | None]:
         """One Spark job: the parsed rows in line order, and for an inferred json schema
         which lines carry top-level fields it lacks (None when none do)."""
         from pyspark.sql import functions as F
@@ -889,8 +958,15 @@ class FileSourceTask(SourceTask):
                 df = spark.createDataFrame(pa.table({
                     "value": texts, "_i": pa.array(np.arange(len(texts), dtype=np.int64))}))
             cols = []
+            fields = [F.col("p.*")]
             if self.format == "csv":
                 opts["sep"] = self.delimiter
+                if layout is not None:  # this file's columns, projected by name
+                    full = f"{layout[0]}, {CORRUPT} STRING"
+                    fields = [F.col(f"p.`{f.name}`") if f.name in layout[1]
+                              else F.lit(None).cast(f.dataType).alias(f.name)
+                              for f in StructType.fromDDL(ddl).fields]
+                    fields.append(F.col(f"p.{CORRUPT}"))
                 parsed = F.from_csv(F.col("value"), full, opts)
             else:
                 parsed = F.from_json(F.col("value"), full, opts)
@@ -899,7 +975,7 @@ class FileSourceTask(SourceTask):
                                                     lambda k: ~k.isin(known)),
                                            F.lit(False)).alias("_x"))
             result = self._run(df.select(parsed.alias("p"), "_i", *cols)
-                               .select("p.*", "_i", *(["_x"] if cols else [])), ddl)
+                               .select(*fields, "_i", *(["_x"] if cols else [])), ddl)
         finally:
             if spool is not None:
                 with contextlib.suppress(OSError):
@@ -945,17 +1021,6 @@ class FileSourceTask(SourceTask):
         log.info("Widened the schema for %s with %s: %s", self.path,
                  [f.name for f in added], self._schema_ddl)
         return self._schema_ddl
-
-    def _check_headers(self, states: list[_FileState]) -> None:
-        """An inferred csv schema takes its columns from the first header: a file with
-        another header would be parsed by position into the wrong columns, so refuse."""
-        for st in {id(st): st for st in states}.values():
-            if st.header is None:
-                st.header = self._header_of(st.path, self.encoding)
-            if st.header.strip() != (self._csv_header_line or "").strip():
-                raise DataError(f"{st.path} has the csv header {st.header!r} but this task "
-                                f"inferred its schema from the header {self._csv_header_line!r}"
-                                ": give the files of one connector one layout, or set `schema`")
 
     def _malformed(self, c: _Chunk, i: int) -> MalformedLine:
         text = c.texts[i].as_py()

@@ -324,7 +324,7 @@ def test_bytes_that_do_not_decode_are_reported_never_replaced(engine, tmp_path):
     assert shipper.delivered == ["café", "naïve"]
     [(record, error)] = reporter.reports
     assert record.value == "caf\\xe9 latin" and record.source_offset["line"] == 2
-    assert f"Line 2 in {f} is not valid utf-8" in str(error)
+    assert f"Malformed text line 2 in {f} (not valid utf-8" in str(error)
     # the committed offset is past the three lines: a restart reads none of them again
     assert expand(start(engine, store, path=str(f)).poll()) == []
 
@@ -340,6 +340,44 @@ def test_without_a_reporter_an_undecodable_line_fails_naming_file_and_line(engin
     f.write_bytes(b"ok\n\xff\xfe\n")
     store = OffsetStore()
     shipper = Shipper(start(engine, store, path=str(f)), store)
-    with pytest.raises(DataError, match=rf"Line 2 in {f} is not valid utf-8"):
+    with pytest.raises(DataError, match=rf"line 2 in {f} \(not valid utf-8"):
         shipper.until("never")
     assert shipper.delivered == ["ok"]
+
+
+CONFLICTING = ['{"id": 1, "n": {"x": 1}}', '{"id": 2, "n": {"x": 2}}', '{"id": "two", "n": {"x": 3}}',
+               '{"id": 4, "n": "flat"}', '{"id": 5, "n": {"x": 5}}']
+
+
+@pytest.mark.parametrize("conflict", ["dead-letter", "string", "fail"])
+def test_json_type_conflicts_follow_schema_conflict(engine, tmp_path, conflict):
+    """Issue 16, reproduction 5: one `"id": "two"` once turned every id into a string and
+    the nested object into a JSON string, silently."""
+    f = tmp_path / "events.json"
+    append(f, CONFLICTING)
+    reporter = Reporter()
+    store = OffsetStore()
+    task = start(engine, store, reporter, path=str(f), format="json",
+                 **{"errors.tolerance": "all", "schema.conflict": conflict})
+    records: list[SourceRecord] = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(records) + len(reporter.reports) < len(CONFLICTING):
+            assert time.monotonic() < deadline
+            records += expand(task.poll())
+    except DataError as e:
+        assert conflict == "fail"
+        assert str(e).startswith("Parsing failed (schema.conflict=fail): Malformed json "
+                                 f"line 3 in {f} (a json line whose types conflict")
+        assert [r.value.get("id") for r in records] == [1, 2]
+        return
+    assert conflict != "fail"
+    if conflict == "dead-letter":  # numbers stay numbers, objects stay structs
+        assert [r.value.to_dict() for r in records] == [
+            {"id": 1, "n": {"x": 1}}, {"id": 2, "n": {"x": 2}}, {"id": 5, "n": {"x": 5}}]
+        assert [(r.source_offset["line"], r.value) for r, _ in reporter.reports] == \
+            [(3, CONFLICTING[2]), (4, CONFLICTING[3])]
+        assert "types conflict with the schema" in str(reporter.reports[0][1])
+    else:  # widened to strings, as asked
+        assert [r.value.get("id") for r in records] == ["1", "2", "two", "4", "5"]
+        assert reporter.reports == []

@@ -13,10 +13,12 @@ import codecs
 import collections
 import contextlib
 import csv
+import dataclasses
 import fnmatch
 import gzip
 import hashlib
 import itertools
+import json
 import logging
 import os
 import tempfile
@@ -109,6 +111,13 @@ CONFIG_DEF = (
             "e.g. utf-8, latin-1, cp1252). Decoding is strict: a line that does not decode "
             "is reported like a malformed one (dead letter queue under "
             "errors.tolerance=all, else the task fails), never altered.", group="File")
+    .define("schema.conflict", ConfigType.STRING, "dead-letter",
+            ValidString.in_("fail", "dead-letter", "string"), Importance.MEDIUM,
+            "json with an inferred schema, when a field's values differ in type (`\"id\": 1` "
+            "and `\"id\": \"two\"`): the schema takes the type most lines have, and a line "
+            "that conflicts with it fails the task (fail) or is reported like a malformed "
+            "line (dead-letter: the DLQ under errors.tolerance=all); `string` widens the "
+            "field to a string instead.", group="File")
     .define("csv.header", ConfigType.BOOLEAN, True, None, Importance.LOW,
             "The first line of each csv file is a header (names the columns, not a record).",
             group="CSV")
@@ -265,6 +274,41 @@ def file_id(st: os.stat_result) -> str:
     return f"{st.st_dev}:{st.st_ino}"
 
 
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _kind(v: Any) -> str:
+    return {bool: "boolean", int: "number", float: "number", str: "string", dict: "object",
+            list: "array"}.get(type(v), "other")
+
+
+def _without_conflicts(sample: list[str]) -> list[str]:
+    """The sample without the lines whose top-level values have another json kind than
+    most lines give that field: inferred from all, Spark would widen the field to a
+    string (and every number with it); without them, those lines are the conflicts."""
+    parsed: list[tuple[str, dict[str, str]]] = []
+    votes: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for text in sample:
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            obj = None
+        kinds = {k: _kind(v) for k, v in obj.items() if v is not None} \
+            if isinstance(obj, dict) else {}
+        for k, kind in kinds.items():
+            votes[k][kind] += 1
+        parsed.append((text, kinds))
+    winner = {k: c.most_common(1)[0][0] for k, c in votes.items() if len(c) > 1}
+    if not winner:
+        return sample
+    return [t for t, kinds in parsed if all(kinds.get(k, w) == w for k, w in winner.items())]
+
+
 def _deleted(fh: BinaryIO) -> bool:
     try:
         return os.fstat(fh.fileno()).st_nlink == 0
@@ -318,7 +362,8 @@ class MalformedLine:
     def describe(self) -> str:
         preview = self.text if len(self.text) <= 200 else self.text[:200] + "..."
         if self.problem:
-            return f"Line {self.line} in {self.filename} is {self.problem}: {preview!r}"
+            return (f"Malformed {self.format} line {self.line} in {self.filename} "
+                    f"({self.problem}): {preview!r}")
         return f"Malformed {self.format} line {self.line} in {self.filename}: {preview!r}"
 
 
@@ -360,6 +405,7 @@ class FileSourceTask(SourceTask):
         self._schema_given = self._schema_ddl is not None
         self.csv_header: bool = c["csv.header"]
         self.delimiter = decode_delimiter(c["csv.delimiter"])
+        self.conflict: str = c["schema.conflict"].lower()
         self.encoding: str = codecs.lookup(c["file.encoding"]).name
         self.utf8 = self.encoding == "utf-8"
         self.exclude = [p.strip() for p in c["file.exclude"].split(",") if p.strip()]
@@ -1032,6 +1078,13 @@ class FileSourceTask(SourceTask):
         """The one place malformed input is handled: the runtime's errant record reporter
         dead-letters it (errors.tolerance=all) or fails the task; without a reporter the
         task fails naming the file and line. Everything before it was already returned."""
+        if self.format == "json" and not bad.problem and _is_json(bad.text):
+            bad = dataclasses.replace(bad, problem=(
+                f"a json line whose types conflict with the schema {self._schema_ddl!r}"))
+            if self.conflict == "fail":
+                err = DataError(f"Parsing failed (schema.conflict=fail): {bad.describe()}")
+                err.malformed = [bad]  # type: ignore[attr-defined]
+                raise err
         err = DataError(bad.describe())
         err.malformed = [bad]  # type: ignore[attr-defined]
         get = getattr(self.context, "errant_record_reporter", None)
@@ -1066,6 +1119,8 @@ class FileSourceTask(SourceTask):
                       states: list[_FileState]) -> list[Any]:
         """Spark's inference over a sample of lines (`states`: the files they come from)."""
         sample = sample[:_INFER_SAMPLE]
+        if self.format == "json" and self.conflict != "string":
+            sample = _without_conflicts(sample)
         if self.format == "csv" and self.csv_header:
             header = states[0].header or self._header_of(states[0].path, self.encoding)
             if self._csv_header_line is None:

@@ -345,6 +345,32 @@ def test_without_a_reporter_an_undecodable_line_fails_naming_file_and_line(engin
     assert shipper.delivered == ["ok"]
 
 
+
+def test_a_file_deleted_before_it_could_be_read_is_a_counted_loss(engine, tmp_path, caplog):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    for d in (tmp_path, shared):
+        d.chmod(0o755)
+    with contextlib.suppress(PermissionError):
+        Path(tmp_path).parent.chmod(0o755)
+        Path(tmp_path).parent.parent.chmod(0o755)
+    locked = shared / "locked.log"
+    append(locked, lines("S", 1, 3))  # 9 bytes
+    locked.chmod(0)
+    append(shared / "good.log", ["g"])
+    store = OffsetStore()
+    with as_nobody():
+        task = start(engine, store, path=str(shared))
+        shipper = Shipper(task, store)
+        shipper.until("g")
+    locked.unlink()
+    with as_nobody(), caplog.at_level(logging.WARNING):
+        shipper.settle()
+    assert task.stats.deletions == 1 and task.stats.bytes_lost == 9
+    assert any(f"{locked} was deleted before it was fully read: 9 bytes" in r.getMessage()
+               for r in caplog.records)
+    task.stop()
+
 CONFLICTING = ['{"id": 1, "n": {"x": 1}}', '{"id": 2, "n": {"x": 2}}', '{"id": "two", "n": {"x": 3}}',
                '{"id": 4, "n": "flat"}', '{"id": 5, "n": {"x": 5}}']
 

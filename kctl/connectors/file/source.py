@@ -376,6 +376,7 @@ class FileSourceTask(SourceTask):
         self._files: dict[tuple[int, int], _FileState] = {}
         self._gz: dict[tuple[int, int], bytes] = {}
         self._bad_chunks: list[_Chunk] = []
+        self._copying: dict[tuple[int, int], int] = {}  # name-derived new files, by size
         self._stats = FileStats()
         self._file_errors: collections.deque[tuple[SourceRecord, DataError]] = \
             collections.deque()
@@ -460,6 +461,7 @@ class FileSourceTask(SourceTask):
         away or deleted, and a new one resumes from its stored offset (or is a copy)."""
         self._next_scan = self._clock() + self.interval
         listed: dict[tuple[int, int], str] = {}
+        sizes: dict[tuple[int, int], int] = {}
         for f in list_files(self.path):
             if self._excluded(f):
                 continue
@@ -468,6 +470,7 @@ class FileSourceTask(SourceTask):
             except OSError:  # gone between listing and stat
                 continue
             listed[(info.st_dev, info.st_ino)] = f
+            sizes[(info.st_dev, info.st_ino)] = info.st_size
         for ident, st in list(self._files.items()):
             f = listed.get(ident)
             if f is not None and st.fh is not None and _deleted(st.fh):
@@ -482,6 +485,8 @@ class FileSourceTask(SourceTask):
                 self._count(renames=1)
                 st.path = f
             st.gone = False
+            if st.fh is None and not f.endswith(".gz"):  # not open: what it would lose
+                st.seen = max(st.seen, sizes[ident])  # (an open one's reads measure it)
         new = [(ident, f) for ident, f in listed.items()
                if ident not in self._files and self._mine(f"{ident[0]}:{ident[1]}")]
         if not new:
@@ -494,27 +499,31 @@ class FileSourceTask(SourceTask):
             off = stored.get(partition_key(part))
             if not off and (off := stored.get(partition_key(old))):
                 off = {**off, "legacy": True}
-            self._resume(st, off or {})
+            if not self._resume(st, off or {}):
+                st.close()  # a copy still being written: look again at the next scan
+                continue
+            if st.fh is None and not f.endswith(".gz"):
+                st.seen = max(st.seen, sizes[ident])
             self._files[ident] = st
 
-    def _resume(self, st: _FileState, off: Mapping[str, Any]) -> None:
+    def _resume(self, st: _FileState, off: Mapping[str, Any]) -> bool:
         """Continue where the stored offset says, if it is this file's; else from byte 0,
         or where a tracked file left off when this one is its copy (copytruncate)."""
         if self.format == "parquet":
             st.row = int(off.get("row", 0))
             st.complete = bool(off.get("complete", False))
-            return
+            return True
         if off and self._open(st) is not None and self._matches(st, off):
             st.position = int(off.get("position", 0))
             st.line = int(off.get("line", 0))
             st.fp, st.fp_len = str(off.get("fp", "")), int(off.get("fplen", 0))
             st.seen = st.position
             log.debug("Tracking %s from byte %d (line %d)", st.path, st.position, st.line)
-            return
+            return True
         if off:
             log.info("%s is a new file at a known place (its first bytes differ from what "
                      "was read there before): reading it from the start", st.path)
-        self._adopt_copy(st)
+        return self._adopt_copy(st)
 
     def _matches(self, st: _FileState, off: Mapping[str, Any]) -> bool:
         assert st.fh is not None
@@ -524,7 +533,7 @@ class FileSourceTask(SourceTask):
         n = int(off.get("fplen", 0))
         return off.get("legacy", False) or n == 0 or _fingerprint(st.fh, n) == off.get("fp")
 
-    def _adopt_copy(self, st: _FileState) -> None:
+    def _adopt_copy(self, st: _FileState) -> bool:
         """A new file named after a tracked one (app.log.1 after app.log) that starts with
         the same bytes is a copy of it: continue it where the tracked one is, so a
         copytruncate rotation neither repeats nor loses lines."""
@@ -540,6 +549,9 @@ class FileSourceTask(SourceTask):
                     continue
                 assert st.fh is not None
                 size = os.fstat(st.fh.fileno()).st_size
+                if size < position and self._copying.get(st.ident) != size:
+                    self._copying[st.ident] = size  # maybe a copy still being written:
+                    return False                    # wait while it grows
                 if size < position or _fingerprint(st.fh, fp_len) != fp:
                     continue
                 st.position, st.line, st.seen = position, line, position
@@ -549,7 +561,10 @@ class FileSourceTask(SourceTask):
                     other.before_cut = None
                 log.info("%s is a copy of %s: continuing it at byte %d", st.path,
                          other.path, st.position)
-                return
+                self._copying.pop(st.ident, None)
+                return True
+        self._copying.pop(st.ident, None)
+        return True
 
     def _open(self, st: _FileState) -> BinaryIO | None:
         """The file's handle, opened at its path once (checking it is still this file)."""

@@ -407,3 +407,26 @@ def test_json_type_conflicts_follow_schema_conflict(engine, tmp_path, conflict):
     else:  # widened to strings, as asked
         assert [r.value.get("id") for r in records] == ["1", "2", "two", "4", "5"]
         assert reporter.reports == []
+
+
+def test_a_broken_parquet_file_is_reported_while_the_good_one_is_read(engine, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": [1, 2, 3]}), tmp_path / "good.parquet")
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"PAR1 this is not parquet at all")
+    reporter = Reporter()
+    store = OffsetStore()
+    task = start(engine, store, reporter, path=str(tmp_path), format="parquet",
+                 **{"errors.tolerance": "all"})
+    got: list[SourceRecord] = []
+    deadline = time.monotonic() + 30
+    while not (len(got) == 3 and reporter.reports):
+        assert time.monotonic() < deadline
+        got += expand(task.poll())
+    assert sorted(r.value.get("id") for r in got) == [1, 2, 3]
+    [(record, error)] = reporter.reports
+    assert str(error).startswith(f"Failed reading {broken}")
+    assert record.source_offset["path"] == str(broken)
+    task.stop()

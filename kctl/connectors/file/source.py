@@ -388,7 +388,6 @@ class FileSourceTask(SourceTask):
         self._connect_schemas: dict[pa.Schema, Schema] = {}
         self._items: collections.deque[SourceBatch | MalformedLine] = collections.deque()
         self._parquet: dict[str, pa.Table] = {}
-        self._parquet_failures: dict[str, int] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._ahead: Future[list[SourceBatch | MalformedLine]] | None = None
 
@@ -1193,18 +1192,16 @@ class FileSourceTask(SourceTask):
         return out
 
     def _read_parquet(self, st: _FileState) -> pa.Table | None:
+        if st.retry_at > self._clock():
+            return None
         try:
             table = self._spark().read.parquet(st.path).toArrow()
         except Exception as e:
-            # a file still being written is not yet readable: retry on the next scan,
-            # but fail the task once the same file keeps failing
-            n = self._parquet_failures.get(st.path, 0) + 1
-            self._parquet_failures[st.path] = n
-            if n >= 3:
-                raise DataError(f"Cannot read parquet file {st.path}: {e}") from e
-            log.warning("Cannot read %s yet (attempt %d): %s", st.path, n, e)
+            # a file still being written is not yet readable, a broken one never will be:
+            # either way that file's problem, retried with backoff, while others flow
+            self._bad_file(st, "reading", e)
             return None
-        self._parquet_failures.pop(st.path, None)
+        st.failures = 0
         if table.num_rows == 0 or st.row >= table.num_rows:
             st.complete = True
             return None

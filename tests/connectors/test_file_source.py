@@ -16,6 +16,7 @@ from file_support import ConnectorContext, FakeClock, OffsetStore, SourceContext
 from kctl.api import DataError, SourceRecord, Struct, Type, partition_key
 from kctl.connectors.file import FileSourceConnector, FileSourceTask
 from kctl.connectors.file.source import CONFIG_DEF, file_id
+from kctl.errors import ValidationError
 
 pytestmark = pytest.mark.spark
 
@@ -455,6 +456,22 @@ def test_validate_rejects_bad_schemas_encodings_and_option_combinations():
     assert "Unknown encoding" in errors(**{"file.encoding": "utf-9"})["file.encoding"][0]
     assert "byte \\n" in errors(**{"file.encoding": "utf-16"})["file.encoding"][0]
     assert errors(**{"file.encoding": "latin-1"}) == {}
+
+
+def test_create_refuses_an_invalid_schema_before_any_task_runs():
+    """What `kctl connector validate` and `create` go through (the REST validate)."""
+    from kctl.runtime.plugins import Plugins
+    from kctl.runtime.validation import raise_if_invalid, validate_config
+
+    config = {"connector.class": "FileSource", "name": "pages", "path": "/data",
+              "topic": "pages", "format": "csv", "schema": "id INTEGR, page STRING"}
+    result = validate_config(Plugins(), config)
+    assert result["error_count"] == 1
+    with pytest.raises(ValidationError, match=r"schema: Not a Spark DDL schema \(unknown type "
+                                           r"'INTEGR' for field id\)"):
+        raise_if_invalid(result)
+    assert validate_config(Plugins(), {**config, "schema": "id INTEGER, page STRING"})[
+        "error_count"] == 0
 
 
 def test_scan_uses_the_injected_clock(engine, tmp_path):

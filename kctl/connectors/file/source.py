@@ -187,11 +187,13 @@ class FileSourceConnector(SourceConnector):
         self._props = dict(props)
         parsed = CONFIG_DEF.parse(props)
         self._path = parsed["path"]
+        self._exclude = _patterns(parsed["file.exclude"])
         self._interval = max(parsed["poll.interval.ms"], 200) / 1000
         self._stop.clear()
 
     def _wanted(self, max_tasks: int) -> int:
-        return max(1, min(max_tasks, len(list_files(self._path))))
+        files = [f for f in list_files(self._path) if not _excluded(f, self._exclude)]
+        return max(1, min(max_tasks, len(files)))
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         self._max_tasks = max_tasks
@@ -272,6 +274,16 @@ class FileStats:
 
 def file_id(st: os.stat_result) -> str:
     return f"{st.st_dev}:{st.st_ino}"
+
+
+def _patterns(value: str) -> list[str]:
+    return [p.strip() for p in value.split(",") if p.strip()]
+
+
+def _excluded(path: str, patterns: list[str]) -> bool:
+    """Whether a file.exclude glob matches the file's name or its full path."""
+    name = os.path.basename(path)
+    return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(path, p) for p in patterns)
 
 
 def _is_json(text: str) -> bool:
@@ -408,7 +420,7 @@ class FileSourceTask(SourceTask):
         self.conflict: str = c["schema.conflict"].lower()
         self.encoding: str = codecs.lookup(c["file.encoding"]).name
         self.utf8 = self.encoding == "utf-8"
-        self.exclude = [p.strip() for p in c["file.exclude"].split(",") if p.strip()]
+        self.exclude = _patterns(c["file.exclude"])
         self.close_inactive = c["file.close.inactive.ms"] / 1000
         self.tolerance_all = str(props.get("errors.tolerance", "none")).lower() == "all"
         self.index = int(props.get(TASK_INDEX, "0"))
@@ -431,9 +443,7 @@ class FileSourceTask(SourceTask):
         return owner_of(ident, self.count) == self.index
 
     def _excluded(self, path: str) -> bool:
-        name = os.path.basename(path)
-        return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(path, p)
-                   for p in self.exclude)
+        return _excluded(path, self.exclude)
 
     @property
     def stats(self) -> FileStats:

@@ -901,9 +901,9 @@ class FileSourceTask(SourceTask):
         file without some column gives nulls for it, one with new columns widens an
         inferred schema (a given one ignores them), and a header that cannot be matched
         (duplicate or empty names, nothing in common with `schema`) is that file's error."""
+        spark = self._spark()  # first: pyspark is imported while the session is built
         from pyspark.sql.types import StructType
 
-        spark = self._spark()
         groups: dict[tuple[str, ...], list[_Chunk]] = {}
         for c in chunks:
             st = c.state

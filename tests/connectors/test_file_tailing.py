@@ -430,3 +430,25 @@ def test_a_broken_parquet_file_is_reported_while_the_good_one_is_read(engine, tm
     assert str(error).startswith(f"Failed reading {broken}")
     assert record.source_offset["path"] == str(broken)
     task.stop()
+
+
+def test_with_many_files_idle_ones_are_closed_and_still_followed(engine, tmp_path,
+                                                                monkeypatch):
+    from kctl.connectors.file import source
+
+    monkeypatch.setattr(source, "_MAX_OPEN", 2)
+    for n in range(5):
+        append(tmp_path / f"f{n}.log", [f"{n}-a"])
+    store = OffsetStore()
+    task = start(engine, store, path=str(tmp_path))
+    shipper = Shipper(task, store)
+    shipper.until(*(f"{n}-a" for n in range(5)))
+    shipper.settle()
+    assert sum(st.fh is not None for st in task._files.values()) <= 2
+    for n in range(5):
+        append(tmp_path / f"f{n}.log", [f"{n}-b"])
+    os.rename(tmp_path / "f0.log", tmp_path / "f0.log.1")
+    shipper.until(*(f"{n}-b" for n in range(5)))
+    shipper.settle()
+    once_each(shipper.delivered, [f"{n}-{x}" for n in range(5) for x in "ab"])
+    task.stop()

@@ -73,6 +73,7 @@ _READ_CHUNK = 8 << 20
 _INFER_SAMPLE = 1000
 FINGERPRINT_BYTES = 1024  # how much of a file's head tells it from another at the same inode
 _MAX_BACKOFF_S = 60.0
+_MAX_OPEN = 256  # beyond this many files, idle ones are not kept open
 
 TASK_INDEX = "task.index"
 TASK_COUNT = "task.count"
@@ -643,8 +644,11 @@ class FileSourceTask(SourceTask):
 
     def _idle(self, st: _FileState) -> None:
         """Nothing new in a file: forget a deleted one, and a renamed-away one after
-        file.close.inactive.ms."""
+        file.close.inactive.ms. With many files, an idle one at its path is closed (and
+        opened again, checking its identity, when it is read next)."""
         if not st.gone:
+            if len(self._files) > _MAX_OPEN:
+                st.close()
             return
         now = self._clock()
         if st.idle_since is None:

@@ -31,6 +31,17 @@ def _family(kind: type, group: str, attribute: str, doc: str, labels: list[str])
     return kind(name, doc, labels=labels)
 
 
+def _connector_counters(task: Any) -> dict[str, float]:
+    """Counters a connector's task keeps itself (`metrics()`: name -> value), if any."""
+    read = getattr(task, "metrics", None)
+    if not callable(read):
+        return {}
+    try:
+        return {str(k): float(v) for k, v in read().items()}
+    except Exception:  # a connector's bug must not break the scrape
+        return {}
+
+
 class WorkerCollector(Collector):
     """Reads one worker's tasks and statuses at scrape time. `worker` returns the Worker
     (None before it started); `status` the herder, for connector and task states."""
@@ -101,6 +112,7 @@ class WorkerCollector(Collector):
             "dlq_fail": _family(C, "task-error-metrics", "deadletterqueue-produce-failures",
                                 "Dead letter queue writes that failed", TASK),
         }
+        own: dict[str, Any] = {}
         for tid, wt in sorted(tasks.items(), key=lambda kv: (kv[0].connector, kv[0].task)):
             labels = [tid.connector, str(tid.task)]
             c = getattr(wt, "counters", None)
@@ -128,7 +140,13 @@ class WorkerCollector(Collector):
             reporters = [r for r in getattr(op, "reporters", []) if hasattr(r, "produce_requests")]
             families["dlq"].add_metric(labels, sum(r.produce_requests for r in reporters))
             families["dlq_fail"].add_metric(labels, sum(r.produce_failures for r in reporters))
+            for name, value in _connector_counters(getattr(wt, "task", None)).items():
+                if name not in own:  # e.g. FileSource's file-bytes-lost-total
+                    own[name] = _family(C, "connector-task-metrics", name,
+                                        "Counted by the connector's task", TASK)
+                own[name].add_metric(labels, value)
         yield from families.values()
+        yield from own.values()
 
     def _states(self) -> Iterator[Metric]:
         """Connector and task states as Kafka's `status` attribute: one series per state,

@@ -71,25 +71,34 @@ NoSourcePositions = SourcePositions
 
 def _offset_json(offsets: Mapping[str, Sequence[Any]], n: int) -> Any:
     """Each row's source offset as compact JSON (what json.dumps writes): a pyarrow string
-    array of n rows."""
+    array of n rows. Columns of ints, and columns holding one value throughout (a file's
+    path), are joined column-wise; anything else is dumped row by row."""
     import pyarrow as pa
 
     keys = list(offsets)
-    if keys and all(type(x) is int for col in offsets.values() for x in (col[0], col[-1])):
+    if keys and n:
         import pyarrow.compute as pc
 
-        cols = []
+        cols: list[Any] = []
         for k in keys:
-            arr = pa.array(offsets[k])
-            if not pa.types.is_integer(arr.type):  # not ints after all: the general way
+            col = offsets[k]
+            if isinstance(col, list) and type(col[0]) is str and col.count(col[0]) == len(col):
+                cols.append(json.dumps(col[0]))  # the same in every row
+            elif type(col[0]) is int and type(col[-1]) is int:
+                arr = pa.array(col)
+                if not pa.types.is_integer(arr.type):  # not ints after all: the general way
+                    break
+                cols.append(pc.cast(arr, pa.string()))
+            else:
                 break
-            cols.append(pc.cast(arr, pa.string()))
         else:
             parts: list[Any] = []
             for i, (k, col) in enumerate(zip(keys, cols, strict=True)):
                 parts.append(("{" if i == 0 else ",") + json.dumps(k) + ":")
                 parts.append(col)
             parts.append("}")
+            if not any(isinstance(p, pa.Array) for p in parts):  # all constant
+                return pa.array(["".join(parts)] * n, pa.string())
             return pc.binary_join_element_wise(*parts, "")
     return pa.array([json.dumps(dict(zip(keys, row, strict=True)), separators=(",", ":"))
                      for row in zip(*offsets.values(), strict=True)] if keys else ["{}"] * n,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,7 +15,8 @@ from file_support import ConnectorContext, FakeClock, OffsetStore, SourceContext
 
 from kctl.api import DataError, SourceRecord, Struct, Type, partition_key
 from kctl.connectors.file import FileSourceConnector, FileSourceTask
-from kctl.connectors.file.source import CONFIG_DEF
+from kctl.connectors.file.source import CONFIG_DEF, file_id
+from kctl.errors import ValidationError
 
 pytestmark = pytest.mark.spark
 
@@ -64,7 +66,8 @@ def test_text_lines_become_string_records_with_line_exact_offsets(engine, tmp_pa
     recs = drain(task, store)
     assert values(recs) == ["alpha", "beta", "", "gamma"]
     assert all(r.value_schema.type is Type.STRING and r.topic == "lines" for r in recs)
-    assert recs[0].source_partition == {"filename": str(f)}
+    assert recs[0].source_partition == {"file": file_id(os.stat(f))}
+    assert recs[0].source_offset["path"] == str(f)
     assert [r.source_offset["line"] for r in recs] == [1, 2, 3, 4]
     assert recs[-1].source_offset["position"] == os.path.getsize(f)
     assert store.batched_reads == 1  # offsets of all files were read in one call
@@ -203,7 +206,7 @@ def test_a_malformed_json_line_fails_the_task_naming_file_and_line(engine, tmp_p
     bad = e.value.malformed[0]
     assert (bad.filename, bad.line, bad.text) == (str(f), 3, '{"id": oops')
     # the committed offset stops just before the bad line: a restart meets it again
-    assert store.offset({"filename": str(f)})["line"] == 2
+    assert store.offset({"file": file_id(os.stat(f))})["line"] == 2
 
 
 class Reporter:
@@ -244,7 +247,7 @@ def test_with_an_errant_reporter_bad_lines_are_reported_in_file_order(engine, tm
                     ("bad", "nope", 4), ("ok", {"id": 5}, 5)]
     record, error = reporter.reports[0]
     assert isinstance(error, DataError) and f"line 2 in {f}" in str(error)
-    assert record.source_partition == {"filename": str(f)} and record.topic == "lines"
+    assert record.source_partition == {"file": file_id(os.stat(f))} and record.topic == "lines"
 
 
 def test_json_read_straight_from_the_file_equals_parsing_each_line(engine, tmp_path,
@@ -310,16 +313,45 @@ def test_csv_with_header_and_inferred_schema(engine, tmp_path):
     assert values(drain(again, store)) == [{"id": 3, "name": "cy", "score": 3.5}]
 
 
-def test_a_csv_file_with_another_header_is_refused_not_misparsed(engine, tmp_path):
+def test_csv_columns_are_matched_by_header_name(engine, tmp_path):
+    """Issue 16, reproduction 4: headers `id,name`, `id,name,extra` and `name,id` once
+    failed the task; now columns go by name, new ones widen the schema, missing ones are
+    null."""
     write(tmp_path / "a.csv", "id,name\n1,ann\n")
     store = OffsetStore()
     task = start_task(engine, store, path=str(tmp_path), format="csv")
     assert values(drain(task, store)) == [{"id": 1, "name": "ann"}]
-    b = write(tmp_path / "b.csv", "name,id\nbob,2\n")
+    write(tmp_path / "b.csv", "id,name,extra\n2,bob,9.5\n")
+    write(tmp_path / "c.csv", "name,id\ncy,3\n")
     task._next_scan = 0  # look for new files now
-    with pytest.raises(DataError) as e:
-        drain(task, store)
-    assert str(b) in str(e.value) and "'name,id'" in str(e.value) and "`schema`" in str(e.value)
+    got = sorted(values(drain(task, store)), key=lambda v: v["id"])
+    assert got == [{"id": 2, "name": "bob", "extra": 9.5},
+                   {"id": 3, "name": "cy", "extra": None}]
+    # a given schema: a file with fewer columns gives nulls, not "malformed"
+    given = start_task(engine, OffsetStore(), path=str(tmp_path / "c.csv"), format="csv",
+                       schema="id INT, name STRING, score DOUBLE")
+    assert values(drain(given)) == [{"id": 3, "name": "cy", "score": None}]
+
+
+def test_a_csv_header_that_cannot_be_matched_is_that_files_error(engine, tmp_path):
+    write(tmp_path / "a.csv", "id,name\n1,ann\n")
+    bad = write(tmp_path / "b.csv", "id,id\n2,3\n")
+    reporter = Reporter()
+    props = {"topic": "lines", "poll.interval.ms": "20", "path": str(tmp_path),
+             "format": "csv", "errors.tolerance": "all"}
+    task = FileSourceTask()
+    task.initialize(ReportingContext(engine, OffsetStore(), props, reporter))
+    task.start(props)
+    seen: list = []
+    deadline = time.monotonic() + 20
+    while not (reporter.reports and seen):  # the good file flows, the bad one is reported
+        assert time.monotonic() < deadline
+        seen.extend(values(poll(task)))
+    assert seen == [{"id": 1, "name": "ann"}]
+    [(record, error)] = reporter.reports
+    assert record.source_offset["path"] == str(bad)
+    assert f"the csv header 'id,id' of {bad} names columns ['id'] more than once" in str(error)
+    assert task.stats.unreadable == 1
 
 
 def test_a_malformed_csv_line_fails_with_file_and_line(engine, tmp_path):
@@ -389,7 +421,6 @@ def test_fewer_files_than_tasks_asks_for_reconfiguration_when_files_appear(engin
     conn.start({"path": str(tmp_path), "format": "text", "topic": "t", "poll.interval.ms": "1"})
     assert len(conn.task_configs(4)) == 1
     write(tmp_path / "second.txt", "y\n")
-    import time
     deadline = time.monotonic() + 10
     while ctx.reconfigurations == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -404,6 +435,43 @@ def test_config_errors_name_the_field():
          "schema": "id"})}
     assert results["format"] and results["csv.delimiter"] and results["schema"]
     assert not results["path"] and not results["topic"]
+
+
+def test_validate_rejects_bad_schemas_encodings_and_option_combinations():
+    """Issue 16, reproduction 6: an unknown type must fail `validate` (and so `create`),
+    not the task 15 s after it reported RUNNING."""
+    conn = FileSourceConnector()
+
+    def errors(**props: str) -> dict[str, list[str]]:
+        return {v.name: v.errors for v in conn.validate({"path": "/x", "topic": "t", **props})
+                if v.errors}
+
+    assert "unknown type 'INTEGR' for field id" in \
+        errors(format="json", schema="id INTEGR, page STRING")["schema"][0]
+    for good in ("id INT, page STRING", "a ARRAY<STRING>, m MAP<STRING, STRUCT<x: INT>>",
+                 "d DECIMAL(10, 2) NOT NULL COMMENT 'euros', `odd name` TIMESTAMP"):
+        assert errors(format="json", schema=good) == {}, good
+    assert "csv and json" in errors(format="text", schema="id INT")["schema"][0]
+    assert "format csv" in errors(format="json", **{"csv.delimiter": ";"})["csv.delimiter"][0]
+    assert "Unknown encoding" in errors(**{"file.encoding": "utf-9"})["file.encoding"][0]
+    assert "byte \\n" in errors(**{"file.encoding": "utf-16"})["file.encoding"][0]
+    assert errors(**{"file.encoding": "latin-1"}) == {}
+
+
+def test_create_refuses_an_invalid_schema_before_any_task_runs():
+    """What `kctl connector validate` and `create` go through (the REST validate)."""
+    from kctl.runtime.plugins import Plugins
+    from kctl.runtime.validation import raise_if_invalid, validate_config
+
+    config = {"connector.class": "FileSource", "name": "pages", "path": "/data",
+              "topic": "pages", "format": "csv", "schema": "id INTEGR, page STRING"}
+    result = validate_config(Plugins(), config)
+    assert result["error_count"] == 1
+    with pytest.raises(ValidationError, match=r"schema: Not a Spark DDL schema \(unknown type "
+                                           r"'INTEGR' for field id\)"):
+        raise_if_invalid(result)
+    assert validate_config(Plugins(), {**config, "schema": "id INTEGER, page STRING"})[
+        "error_count"] == 0
 
 
 def test_scan_uses_the_injected_clock(engine, tmp_path):

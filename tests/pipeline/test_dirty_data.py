@@ -11,6 +11,7 @@ whose first puts fail with a retriable error is retried with backoff and loses n
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from support.broker import free_port
 from support.files import committed_lines
 from support.waiting import wait_until
 from support.worker import Worker
+
+from kctl.connectors.file.source import file_id
 
 pytestmark = pytest.mark.slow
 
@@ -157,7 +160,8 @@ def test_malformed_lines_are_dead_lettered_or_fail_the_task(
                 assert h["__connect.errors.class.name"].endswith("FileSourceTask")
                 assert "DataError" in h["__connect.errors.exception.stacktrace"]
                 assert json.loads(h["__connect.errors.source.partition"]) == \
-                    {"filename": str(file)}
+                    {"file": file_id(os.stat(file))}
+                assert json.loads(h["__connect.errors.source.offset"])["path"] == str(file)
             assert sorted(by_line) == sorted(bad)
             table = w.kctl("dlq", "show", name).stdout
             assert f"{len(bad)} rejected record(s)" in table and "TASK_POLL" in table
@@ -166,7 +170,7 @@ def test_malformed_lines_are_dead_lettered_or_fail_the_task(
         def committed_line(name: str) -> int | None:
             offsets = json.loads(w.kctl("connector", "offsets", "get", name, "-o", "json")
                                  .stdout)["offsets"]
-            lines = [o["offset"]["line"] for o in offsets if "filename" in o["partition"]]
+            lines = [o["offset"]["line"] for o in offsets if "file" in o["partition"]]
             return lines[0] if lines else None
 
         wait_until(lambda: committed_line("json-all") == LINES, timeout=30,

@@ -142,3 +142,23 @@ def test_a_sink_batch_with_a_bad_record_goes_record_by_record(worker):
     [dead] = read_topic(worker, "dlq", 1)
     assert dead.value == b"{not json"
     assert [offset for _, _, offset, _ in sc.SINK_RECEIVED["dirty-sink"]] == list(range(300))
+
+
+def test_batch_offsets_become_the_json_each_record_would_write():
+    """The exactly-once header's source offsets are built column-wise when they can be
+    (ints, and strings the same in every row such as a file's path), else row by row; the
+    bytes are json.dumps' either way."""
+    from kctl.runtime.source_positions import _offset_json
+
+    n = 4
+    cases = [
+        {"position": [10, 20, 30, 40], "line": [1, 2, 3, 4], "path": ['/in/"a".log'] * n,
+         "fp": ["00ff"] * n, "fplen": [4] * n},
+        {"row": [1, 2, 3, 4], "complete": [False, False, False, True]},
+        {"name": ["a", "b", "a", "a"], "x": [1.5, 2.5, 3.5, 4.5]},
+        {"flag": [True] * n, "path": ["é"] * n},
+    ]
+    for offsets in cases:
+        expected = [json.dumps(dict(zip(offsets, row, strict=True)), separators=(",", ":"))
+                    for row in zip(*offsets.values(), strict=True)]
+        assert _offset_json(offsets, n).to_pylist() == expected, offsets

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import glob
 import os
 import re
@@ -13,7 +14,6 @@ from kctl.errors import ConfigError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-_DDL_FIELD = re.compile(r"^\s*`?[A-Za-z_][\w$]*`?\s*(?::\s*)?\S.*$", re.S)
 
 
 class SingleChar:
@@ -33,35 +33,129 @@ def decode_delimiter(value: str) -> str:
     return {"\\t": "\t", "tab": "\t", "\\|": "|"}.get(value, value)
 
 
+_SIMPLE_TYPES = frozenset({
+    "boolean", "tinyint", "byte", "smallint", "short", "int", "integer", "bigint", "long",
+    "float", "real", "double", "string", "binary", "date", "timestamp", "timestamp_ntz",
+    "timestamp_ltz", "void", "variant", "decimal", "dec", "numeric", "varchar", "char",
+    "character"})
+_SIZED = frozenset({"decimal", "dec", "numeric", "varchar", "char", "character"})
+_TOKEN = re.compile(r"\s*(`(?:[^`]|``)*`|'(?:[^'\\]|\\.)*'|[A-Za-z_][\w$]*|\d+|[<>(),:]|\S)")
+
+
+class _Ddl:
+    """A recursive-descent reading of Spark's DDL (`id INT, tags ARRAY<STRING>,
+    m MAP<STRING, STRUCT<x: INT>>`), enough to name the first wrong type or token."""
+
+    def __init__(self, text: str) -> None:
+        self.tokens = [m.group(1) for m in _TOKEN.finditer(text)]
+        self.i = 0
+
+    def peek(self) -> str:
+        return self.tokens[self.i] if self.i < len(self.tokens) else ""
+
+    def take(self, expected: str | None = None) -> str:
+        tok = self.peek()
+        if expected is not None and tok.lower() != expected:
+            raise ValueError(f"expected {expected!r}" + (f", got {tok!r}" if tok else
+                                                         " at the end"))
+        if not tok:
+            raise ValueError("unexpected end of the schema")
+        self.i += 1
+        return tok
+
+    def fields(self, end: str) -> None:
+        while True:
+            name = self.take()
+            if not (name.startswith("`") or re.match(r"[A-Za-z_]", name)):
+                raise ValueError(f"expected a field name, got {name!r}")
+            if self.peek() == ":":
+                self.take()
+            self.type(name)
+            while self.peek().lower() in ("not", "comment"):
+                if self.take().lower() == "not":
+                    self.take("null")
+                elif not self.take().startswith("'"):
+                    raise ValueError(f"COMMENT of {name} needs a quoted string")
+            if self.peek() != ",":
+                break
+            self.take(",")
+        if self.peek() != end:
+            raise ValueError(f"expected ',' between fields, got {self.peek()!r}")
+
+    def type(self, owner: str) -> None:
+        tok = self.take().lower()
+        if tok in ("array", "map", "struct"):
+            self.take("<")
+            if tok == "array":
+                self.type(owner)
+            elif tok == "map":
+                self.type(owner)
+                self.take(",")
+                self.type(owner)
+            elif self.peek() != ">":  # STRUCT<> is an empty struct
+                self.fields(">")
+            self.take(">")
+        elif tok == "interval":
+            while re.match(r"[A-Za-z]", self.peek()) and self.peek().lower() not in (
+                    "not", "comment"):
+                self.take()
+        elif tok in _SIMPLE_TYPES:
+            if tok in _SIZED and self.peek() == "(":
+                self.take("(")
+                while self.peek() not in (")", ""):
+                    t = self.take()
+                    if not (t.isdigit() or t == ","):
+                        raise ValueError(f"bad size {t!r} for {tok.upper()}")
+                self.take(")")
+        else:
+            raise ValueError(f"unknown type {tok.upper()!r} for field {owner}")
+
+
+def check_ddl(text: str) -> None:
+    """Raise ValueError naming the first problem of a Spark DDL schema."""
+    p = _Ddl(text)
+    p.fields("")
+    if p.peek():
+        raise ValueError(f"unexpected {p.peek()!r}")
+
+
 class SparkDdl:
-    """A cheap syntax check of a Spark DDL schema (`id INT, name STRING`); Spark has the last word."""
+    """A Spark DDL schema (`id INT, name STRING`): checked here so `validate` (and so
+    `create`) rejects an unknown type at once instead of a task failing later."""
 
     def __call__(self, name: str, value: Any) -> None:
         if value is None or not str(value).strip():
             return
-        depth = 0
-        parts, cur = [], []
-        for ch in str(value):
-            depth += ch in "<("
-            depth -= ch in ">)"
-            if depth < 0:
-                raise ConfigError("Unbalanced brackets in the schema", key=name)
-            if ch == "," and depth == 0:
-                parts.append("".join(cur))
-                cur = []
-            else:
-                cur.append(ch)
-        parts.append("".join(cur))
-        if depth != 0:
-            raise ConfigError("Unbalanced brackets in the schema", key=name)
-        for p in parts:
-            if not _DDL_FIELD.match(p) or len(p.split()) < 2:
-                raise ConfigError(
-                    f"Expected 'name TYPE' pairs separated by commas (Spark DDL), got {p.strip()!r}",
-                    key=name)
+        try:
+            check_ddl(str(value))
+        except ValueError as e:
+            raise ConfigError(f"Not a Spark DDL schema ({e}): {str(value).strip()!r}",
+                              key=name) from None
 
     def __str__(self) -> str:
         return "Spark DDL, e.g. id INT, name STRING"
+
+
+class TextEncoding:
+    """A Python codec whose newline is the byte \\n (lines are split before decoding)."""
+
+    def __call__(self, name: str, value: Any) -> None:
+        if value is None:
+            return
+        try:
+            codec = codecs.lookup(str(value))
+        except LookupError:
+            raise ConfigError(f"Unknown encoding {value!r}", key=name) from None
+        try:
+            ok = "a\nb".encode(codec.name).split(b"\n") == [b"a", b"b"]
+        except (UnicodeError, LookupError):
+            ok = False
+        if not ok:
+            raise ConfigError(f"{value!r} does not end lines with the byte \\n (use an "
+                              "ASCII-compatible encoding such as utf-8 or latin-1)", key=name)
+
+    def __str__(self) -> str:
+        return "a codec name such as utf-8, latin-1, cp1252"
 
 
 def _visible(path: str) -> bool:

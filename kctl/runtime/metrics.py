@@ -44,6 +44,7 @@ class WorkerCollector(Collector):
         tasks = dict(getattr(worker, "tasks", {}) or {})
         connectors = list(getattr(worker, "connectors", {}) or {})
         yield from self._worker_metrics(connectors, tasks)
+        yield from self._startups(getattr(worker, "startups", None))
         yield from self._task_metrics(tasks)
         yield from self._states()
 
@@ -62,6 +63,19 @@ class WorkerCollector(Collector):
                              [])
         rebalances.add_metric([], 0)
         yield rebalances
+
+    @staticmethod
+    def _startups(startups: dict[str, dict[str, int]] | None) -> Iterator[Metric]:
+        """connector-startup-attempts-total and its kin: starts this worker tried, and how
+        they ended (a task that fails later, in its thread, started)."""
+        for kind in ("connector", "task"):
+            counts = (startups or {}).get(kind, {})
+            for outcome in ("attempts", "success", "failure"):
+                family = _family(CounterMetricFamily, "connect-worker-metrics",
+                                 f"{kind}-startup-{outcome}-total",
+                                 f"{kind.capitalize()} starts on this worker: {outcome}", [])
+                family.add_metric([], counts.get(outcome, 0))
+                yield family
 
     @staticmethod
     def _task_metrics(tasks: dict[Any, Any]) -> Iterator[Metric]:
@@ -164,6 +178,13 @@ class WorkerCollector(Collector):
             names = herder.connectors()
         except Exception:
             names = []
+        g = "connect-worker-metrics"
+        by_state = {s: _family(GaugeMetricFamily, g,
+                               f"connector-{s.value.lower()}-task-count",
+                               f"The connector's tasks that are {s.value}", ["connector"])
+                    for s in State}
+        total = _family(GaugeMetricFamily, g, "connector-total-task-count",
+                        "The connector's tasks", ["connector"])
         for name in names:
             try:
                 st = herder.connector_status(name)
@@ -174,8 +195,13 @@ class WorkerCollector(Collector):
             for t in st.tasks:
                 for s in State:
                     task.add_metric([name, str(t.task), s.value.lower()], float(t.state is s))
+            total.add_metric([name], len(st.tasks))
+            for s, family in by_state.items():
+                family.add_metric([name], sum(t.state is s for t in st.tasks))
         yield conn
         yield task
+        yield total
+        yield from by_state.values()
 
 
 def worker_registry(worker: Callable[[], Any], herder: Any) -> CollectorRegistry:

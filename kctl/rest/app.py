@@ -350,7 +350,9 @@ def create_app(herder: Herder, loggers: Loggers | None = None,
         """Prometheus' text format: Kafka Connect's metric names, per connector and task."""
         return Response(generate_latest(metrics), media_type=CONTENT_TYPE_LATEST)
 
-    # KIP-495: log levels at run time (this worker's: scope=cluster, KIP-976, is refused)
+    # KIP-495: log levels at run time. scope=cluster (KIP-976) answers 204 without a body as
+    # Kafka Connect does; a standalone worker is the whole cluster, so it sets this worker's
+    # levels (Kafka's StandaloneHerder does the same). A distributed herder must broadcast.
     @app.get("/admin/loggers")
     def list_loggers() -> Any:
         return loggers.all()
@@ -359,10 +361,12 @@ def create_app(herder: Herder, loggers: Loggers | None = None,
     def get_logger(logger: str) -> Any:
         return loggers.get(logger)
 
-    @app.put("/admin/loggers/{logger}")
+    @app.put("/admin/loggers/{logger}", responses={204: {
+        "description": "scope=cluster: set on every worker of the cluster; no body"}})
     def set_logger(logger: str, body: dict[str, Any] = Body(...),
-                   scope: Literal["worker"] = "worker") -> Any:
-        return loggers.set(logger, body.get("level"))
+                   scope: Literal["worker", "cluster"] = "worker") -> Any:
+        touched = loggers.set(logger, body.get("level"))
+        return Response(status_code=204) if scope == "cluster" else touched
 
     @app.get("/connector-plugins")
     def plugins(connectorsOnly: bool = True) -> Any:

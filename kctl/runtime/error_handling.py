@@ -82,6 +82,7 @@ class ErrorReporter:
 class LogReporter(ErrorReporter):
     def __init__(self, include_messages: bool):
         self.include_messages = include_messages
+        self.logged = 0  # Kafka's total-errors-logged
 
     def report(self, ctx: ErrorContext) -> None:
         where = ""
@@ -93,6 +94,7 @@ class LogReporter(ErrorReporter):
         if self.include_messages and ctx.consumed is not None:
             msg += f" key={ctx.consumed.key!r} value={ctx.consumed.value!r}"
         log.error(msg)
+        self.logged += 1
 
 
 def _jsonable(v: Any) -> Any:
@@ -263,8 +265,12 @@ class RetryWithToleranceOperator:
         self.clock = clock
         self.sleep = sleep
         self.should_stop = should_stop
-        self.total_failures = 0
+        # Kafka's task-error-metrics, bumped only when something fails (never per record):
+        self.total_failures = 0  # records that failed for good (total-record-errors)
+        self.attempt_failures = 0  # failed attempts, retries included (total-record-failures)
+        self.total_retries = 0
         self.total_skipped = 0
+        self.last_error_ms = 0  # wall clock, as Kafka's last-error-timestamp
 
     def backoff_ms(self, attempt: int) -> float:
         base = min(300 * 2 ** (attempt - 1), self.retry_delay_max_ms)
@@ -289,10 +295,12 @@ class RetryWithToleranceOperator:
             try:
                 return fn()
             except Exception as e:
+                self.attempt_failures += 1
                 retriable = isinstance(e, RetriableError)
                 if retriable and not self.should_stop():
                     remaining_ms = float("inf") if forever else (deadline - self.clock()) * 1000
                     if remaining_ms > 0:
+                        self.total_retries += 1
                         self.sleep(min(self.backoff_ms(attempt), remaining_ms) / 1000)
                         continue
                 return self._fail(e, stage, executing_class, consumed, source, attempt,
@@ -302,6 +310,7 @@ class RetryWithToleranceOperator:
               consumed: LogRecord | None, source: SourceRecord | None, attempts: int,
               tolerate: bool = True) -> Any:
         self.total_failures += 1
+        self.last_error_ms = int(time.time() * 1000)
         if callable(executing_class):  # e.g. the transform of a chain that actually failed
             executing_class = executing_class()
         if self.tolerance is Tolerance.NONE or not tolerate:

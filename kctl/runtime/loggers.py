@@ -36,7 +36,11 @@ def level_name(level: int) -> str:
 
 
 def parse_level(name: Any) -> int:
-    text = str(name or "").strip().upper()
+    if name is None:
+        raise ValidationError(
+            f"The request names no 'level': use one of {', '.join(_BY_NAME)}",
+            {"level": ["missing"]})
+    text = str(name).strip().upper()
     if text == "WARNING":
         text = "WARN"
     if text not in _BY_NAME:

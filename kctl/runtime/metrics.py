@@ -55,6 +55,7 @@ class WorkerCollector(Collector):
         tasks = dict(getattr(worker, "tasks", {}) or {})
         connectors = list(getattr(worker, "connectors", {}) or {})
         yield from self._worker_metrics(connectors, tasks)
+        yield from self._startups(getattr(worker, "startups", None))
         yield from self._task_metrics(tasks)
         yield from self._states()
 
@@ -75,6 +76,19 @@ class WorkerCollector(Collector):
         yield rebalances
 
     @staticmethod
+    def _startups(startups: dict[str, dict[str, int]] | None) -> Iterator[Metric]:
+        """connector-startup-attempts-total and its kin: starts this worker tried, and how
+        they ended (a task that fails later, in its thread, started)."""
+        for kind in ("connector", "task"):
+            counts = (startups or {}).get(kind, {})
+            for outcome in ("attempts", "success", "failure"):
+                family = _family(CounterMetricFamily, "connect-worker-metrics",
+                                 f"{kind}-startup-{outcome}-total",
+                                 f"{kind.capitalize()} starts on this worker: {outcome}", [])
+                family.add_metric([], counts.get(outcome, 0))
+                yield family
+
+    @staticmethod
     def _task_metrics(tasks: dict[Any, Any]) -> Iterator[Metric]:
         C, G = CounterMetricFamily, GaugeMetricFamily
         families = {
@@ -90,6 +104,8 @@ class WorkerCollector(Collector):
                                "Batches the task handled", TASK),
             "batch_max": _family(G, "connector-task-metrics", "batch-size-max",
                                  "Largest batch the task handled", TASK),
+            "batch_avg": _family(G, "connector-task-metrics", "batch-size-avg",
+                                 "Records per batch, on average since the task started", TASK),
             "commits": _family(C, "connector-task-metrics", "offset-commit-completion-total",
                                "Offset commits that completed", TASK),
             "commit_fail": _family(C, "connector-task-metrics", "offset-commit-failure-total",
@@ -98,13 +114,25 @@ class WorkerCollector(Collector):
                                 "Time spent committing offsets", TASK),
             "commit_max": _family(G, "connector-task-metrics", "offset-commit-max-time-ms",
                                   "Longest offset commit", TASK),
+            "commit_avg": _family(G, "connector-task-metrics", "offset-commit-avg-time-ms",
+                                  "Offset commit time, on average since the task started",
+                                  TASK),
             "lag_max": _family(G, "sink-task-metrics", "sink-record-lag-max",
                                "Records the task is behind, on its furthest partition", TASK),
             "lag": _family(G, "sink-task-metrics", "partition-lag",
                            "Records the task is behind, per partition",
                            [*TASK, "topic", "partition"]),
+            "errors": _family(C, "task-error-metrics", "total-record-errors",
+                              "Records that failed after any retries", TASK),
             "failures": _family(C, "task-error-metrics", "total-record-failures",
-                                "Failed attempts to process a record", TASK),
+                                "Failed attempts to process a record, retries included", TASK),
+            "retries": _family(C, "task-error-metrics", "total-retries",
+                               "Retries of retriable failures", TASK),
+            "logged": _family(C, "task-error-metrics", "total-errors-logged",
+                              "Errors written to the log (errors.log.enable)", TASK),
+            "last_error": _family(G, "task-error-metrics", "last-error-timestamp",
+                                  "When the last record failed, ms since the epoch (0: never)",
+                                  TASK),
             "skipped": _family(C, "task-error-metrics", "total-records-skipped",
                                "Records skipped under errors.tolerance=all", TASK),
             "dlq": _family(C, "task-error-metrics", "deadletterqueue-produce-requests",
@@ -130,12 +158,20 @@ class WorkerCollector(Collector):
                     families["lag"].add_metric([*labels, tp.topic, str(tp.partition)], behind)
             families["batches"].add_metric(labels, c.batches)
             families["batch_max"].add_metric(labels, c.batch_size_max)
+            families["batch_avg"].add_metric(labels, c.polled / c.batches if c.batches else 0)
             families["commits"].add_metric(labels, c.commits - c.commit_failures)
             families["commit_fail"].add_metric(labels, c.commit_failures)
             families["commit_s"].add_metric(labels, c.commit_seconds)
             families["commit_max"].add_metric(labels, c.commit_seconds_max * 1000)
+            families["commit_avg"].add_metric(
+                labels, c.commit_seconds / c.commits * 1000 if c.commits else 0)
             op = getattr(wt, "operator", None)
-            families["failures"].add_metric(labels, getattr(op, "total_failures", 0))
+            families["errors"].add_metric(labels, getattr(op, "total_failures", 0))
+            families["failures"].add_metric(labels, getattr(op, "attempt_failures", 0))
+            families["retries"].add_metric(labels, getattr(op, "total_retries", 0))
+            families["last_error"].add_metric(labels, getattr(op, "last_error_ms", 0))
+            families["logged"].add_metric(
+                labels, sum(getattr(r, "logged", 0) for r in getattr(op, "reporters", [])))
             families["skipped"].add_metric(labels, getattr(op, "total_skipped", 0))
             reporters = [r for r in getattr(op, "reporters", []) if hasattr(r, "produce_requests")]
             families["dlq"].add_metric(labels, sum(r.produce_requests for r in reporters))
@@ -160,6 +196,13 @@ class WorkerCollector(Collector):
             names = herder.connectors()
         except Exception:
             names = []
+        g = "connect-worker-metrics"
+        by_state = {s: _family(GaugeMetricFamily, g,
+                               f"connector-{s.value.lower()}-task-count",
+                               f"The connector's tasks that are {s.value}", ["connector"])
+                    for s in State}
+        total = _family(GaugeMetricFamily, g, "connector-total-task-count",
+                        "The connector's tasks", ["connector"])
         for name in names:
             try:
                 st = herder.connector_status(name)
@@ -170,8 +213,13 @@ class WorkerCollector(Collector):
             for t in st.tasks:
                 for s in State:
                     task.add_metric([name, str(t.task), s.value.lower()], float(t.state is s))
+            total.add_metric([name], len(st.tasks))
+            for s, family in by_state.items():
+                family.add_metric([name], sum(t.state is s for t in st.tasks))
         yield conn
         yield task
+        yield total
+        yield from by_state.values()
 
 
 def worker_registry(worker: Callable[[], Any], herder: Any) -> CollectorRegistry:

@@ -192,6 +192,10 @@ class Worker:
         self.spark = spark
         self.connectors: dict[str, WorkerConnector] = {}
         self.tasks: dict[TaskId, WorkerTask] = {}
+        # Kafka's connect-worker-metrics startup counters, read by /metrics:
+        # kind ("connector" or "task") -> outcome ("attempts", "success", "failure") -> count
+        self.startups = {kind: dict.fromkeys(("attempts", "success", "failure"), 0)
+                         for kind in ("connector", "task")}
         self._lock = threading.RLock()
         self._admin = transport.admin()
 
@@ -213,6 +217,7 @@ class Worker:
         with self._lock:
             if name in self.connectors:
                 raise ConnectError(f"Connector {name} is already running on this worker")
+            self.startups["connector"]["attempts"] += 1
             try:
                 connector = self.plugins.new_connector(config.get(CONNECTOR_CLASS_CONFIG, ""))
                 wc = WorkerConnector(name, connector, config)
@@ -223,11 +228,13 @@ class Worker:
                     wc.started = True
             except Exception as e:
                 log.error("Connector %s failed to start: %s", name, e, exc_info=e)
+                self.startups["connector"]["failure"] += 1
                 self.status.on_connector_state(name, State.FAILED,
                                                "".join(traceback.format_exception(e)))
                 return False
             state = {TargetState.STARTED: State.RUNNING, TargetState.PAUSED: State.PAUSED,
                      TargetState.STOPPED: State.STOPPED}[target]
+            self.startups["connector"]["success"] += 1
             self.status.on_connector_state(name, state)
             return True
 
@@ -366,15 +373,18 @@ class Worker:
         with self._lock:
             if task_id in self.tasks:
                 raise ConnectError(f"Task {task_id} is already running on this worker")
+            self.startups["task"]["attempts"] += 1
             try:
                 wt = self._build_task(task_id, connector_config, task_config, target)
             except Exception as e:
                 log.error("Task %s failed to build: %s", task_id, e, exc_info=e)
+                self.startups["task"]["failure"] += 1
                 self.status.on_task_state(task_id, State.FAILED,
                                           "".join(traceback.format_exception(e)))
                 return False
             self.tasks[task_id] = wt
             wt.start()
+            self.startups["task"]["success"] += 1
             return True
 
     def _build_task(self, task_id: TaskId, connector_config: dict[str, str],

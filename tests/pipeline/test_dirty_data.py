@@ -206,6 +206,12 @@ def test_malformed_lines_are_dead_lettered_or_fail_the_task(
                 == good
             assert task_metric(final, "task_error_metrics_total_records_skipped_total",
                                name) == bad
+            # a malformed line is not retriable: one error, one failed attempt, no retry
+            assert task_metric(final, "task_error_metrics_total_record_errors_total",
+                               name) == bad
+            assert task_metric(final, "task_error_metrics_total_record_failures_total",
+                               name) == bad
+            assert task_metric(final, "task_error_metrics_total_retries_total", name) == 0
             assert task_metric(final, "task_error_metrics_deadletterqueue_produce_requests_total",
                                name) == bad
             assert task_metric(final, "connector_task_metrics_batch_total", name) >= 1

@@ -292,6 +292,11 @@ TASK_METRICS = {
     "put": "sink_task_metrics_sink_record_send",
     "skipped": "task_error_metrics_total_records_skipped",
     "dlq": "task_error_metrics_deadletterqueue_produce_requests",
+    # what a FileSource task could not deliver (its own counters): losses stay visible
+    "truncations": "connector_task_metrics_file_truncations",
+    "deleted unread": "connector_task_metrics_file_deleted_unread",
+    "bytes lost": "connector_task_metrics_file_bytes_lost",
+    "unreadable": "connector_task_metrics_file_unreadable",
 }
 
 

@@ -239,6 +239,19 @@ def error_headers(ctx: ErrorContext) -> list[tuple[str, bytes | None]]:
     return h
 
 
+# What a failure in each stage was doing, for the messages of failures no tolerance covers.
+FAILED_WHILE = {
+    Stage.TASK_POLL: "reading from the source (poll)",
+    Stage.TASK_PUT: "writing to the sink (put)",
+    Stage.KAFKA_PRODUCE: "producing to the log",
+    Stage.KAFKA_CONSUME: "consuming from the log",
+    Stage.KEY_CONVERTER: "converting a key",
+    Stage.VALUE_CONVERTER: "converting a value",
+    Stage.HEADER_CONVERTER: "converting headers",
+    Stage.TRANSFORMATION: "transforming a record",
+}
+
+
 class RetryWithToleranceOperator:
     """Runs one step: retries retriable errors with capped exponential backoff and jitter
     until `retry_timeout_ms`, then fails the task (tolerance none) or reports and skips."""
@@ -313,9 +326,13 @@ class RetryWithToleranceOperator:
         self.last_error_ms = int(time.time() * 1000)
         if callable(executing_class):  # e.g. the transform of a chain that actually failed
             executing_class = executing_class()
-        if self.tolerance is Tolerance.NONE or not tolerate:
+        if self.tolerance is Tolerance.NONE:
             raise ConnectError(
                 f"Tolerance exceeded in error handler (stage {stage.value}, "
+                f"class {executing_class}): {type(e).__name__}: {e}") from e
+        if not tolerate:  # a step no tolerance covers (a failing poll): say what failed
+            raise ConnectError(
+                f"Failed {FAILED_WHILE.get(stage, 'in ' + stage.value)} (stage {stage.value}, "
                 f"class {executing_class}): {type(e).__name__}: {e}") from e
         ctx = ErrorContext(stage, executing_class, e, self.connector, self.task,
                            consumed, source, attempts)

@@ -268,3 +268,19 @@ def test_metrics_show_a_sink_task_catching_up_per_partition(kctl, worker):
     assert final[("kafka_connect_sink_task_metrics_sink_record_read_total", task)] == 300
     assert final[("kafka_connect_sink_task_metrics_sink_record_send_total", task)] == 300
     assert final[("kafka_connect_sink_task_metrics_sink_record_lag_max", task)] == 0
+
+
+def test_status_metrics_show_what_a_file_source_lost():
+    """FileSource counts bytes never read (a truncated or deleted file); `connector status
+    --metrics` shows them next to the record counts."""
+    from kctl.cli.main import _task_counters
+
+    text = ("# TYPE kafka_connect_connector_task_metrics_file_bytes_lost counter\n"
+            'kafka_connect_connector_task_metrics_file_bytes_lost_total{connector="tail",task="0"}'
+            " 42.0\n"
+            "# TYPE kafka_connect_connector_task_metrics_file_truncations counter\n"
+            'kafka_connect_connector_task_metrics_file_truncations_total{connector="tail",task="0"}'
+            " 1.0\n"
+            'kafka_connect_connector_task_metrics_file_truncations_total{connector="other",task="0"}'
+            " 9.0\n")
+    assert _task_counters(text, "tail") == {"0": {"bytes lost": 42.0, "truncations": 1.0}}

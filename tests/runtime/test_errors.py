@@ -143,3 +143,21 @@ def test_closing_the_operator_closes_each_reporters_producer_and_nothing_is_writ
                    consumed=LogRecord("t", 0, 0, 0, None, b"v"))
     assert read_topic(log, "dlq") == []
 
+
+
+def test_a_failure_no_tolerance_covers_says_what_failed_not_tolerance_exceeded():
+    """A failing poll() is never skipped, even under errors.tolerance=all: its message names
+    what failed, since tolerance was not the reason."""
+    clock = FakeClock()
+    fn, _ = flaky(1, PermissionError)
+    with pytest.raises(ConnectError) as e:
+        op(Tolerance.ALL, 0, clock, [Collect()]).execute(fn, Stage.TASK_POLL, "FileSourceTask",
+                                                         tolerate=False)
+    message = str(e.value)
+    assert message.startswith("Failed reading from the source (poll) (stage TASK_POLL, "
+                              "class FileSourceTask): PermissionError"), message
+    assert "Tolerance exceeded" not in message
+    # where tolerance was the reason, Kafka Connect's wording stays
+    fn, _ = flaky(1, ValueError)
+    with pytest.raises(ConnectError, match=r"^Tolerance exceeded in error handler"):
+        op(Tolerance.NONE, 0, clock).execute(fn, Stage.TRANSFORMATION, "X")

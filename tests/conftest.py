@@ -6,6 +6,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 from support.broker import start_broker
+from support.databases import Database, start_mariadb, start_postgres
 
 from kctl.runtime.spark import SparkEngine
 
@@ -65,3 +66,43 @@ def transport_settings(request):
         return {"bootstrap.servers": request.getfixturevalue("kafka_broker").bootstrap,
                 "topic.creation.default.replication.factor": 1}
     return {}
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """PostgreSQL on loopback: the running one, or a throwaway cluster (tests/support)."""
+    server = start_postgres()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def mariadb_server():
+    server = start_mariadb()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_db(postgres_server):
+    """A fresh PostgreSQL database for one test, dropped afterwards."""
+    with postgres_server.database() as db:
+        yield db
+
+
+@pytest.fixture
+def mariadb_db(mariadb_server):
+    with mariadb_server.database() as db:
+        yield db
+
+
+@pytest.fixture
+def sqlite_db(tmp_path):
+    return Database(None, str(tmp_path / "test.db"))
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "mariadb"])
+def jdbc_db(request):
+    """Each database the JDBC connectors support, one after the other."""
+    return request.getfixturevalue({"sqlite": "sqlite_db", "postgresql": "postgres_db",
+                                    "mariadb": "mariadb_db"}[request.param])

@@ -29,6 +29,27 @@ DEFAULT_MASTER = "local[*]"
 _DRIVER_ONLY_PREFIXES = ("spark.master", "spark.driver.", "spark.executor.", "spark.jars",
                          "spark.ui.", "spark.remote", "spark.app.name")
 
+# JDBC drivers Debian installs (libpostgresql-jdbc-java, libxerial-sqlite-jdbc-java,
+# libmariadb-java). One session serves every task of a worker, so drivers are a worker
+# setting: those found here join `spark.jars` unless `spark.jars` already names a jar of
+# the same file name or `spark.jdbc.driver.lookup` is false.
+DRIVER_JARS = ("postgresql.jar", "sqlite-jdbc.jar", "mariadb-java-client.jar")
+DRIVER_DIR = "/usr/share/java"
+
+
+def driver_jars(conf: Mapping[str, str], directory: str = DRIVER_DIR) -> list[str]:
+    """The jars `spark.jars` should carry: the user's, then the installed JDBC drivers."""
+    jars = [j.strip() for j in str(conf.get("spark.jars", "")).split(",") if j.strip()]
+    if str(conf.get("spark.jdbc.driver.lookup", "true")).lower() == "false":
+        return jars
+    named = {os.path.basename(j) for j in jars}
+    for name in DRIVER_JARS:
+        path = os.path.join(directory, name)
+        if name not in named and os.path.exists(path):
+            jars.append(os.path.realpath(path))
+    return jars
+
+
 _DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",  # the progress bar corrupts CLI output
     "spark.app.name": "kctl",
@@ -94,6 +115,10 @@ class SparkEngine:
         conf = dict(_DEFAULTS)
         conf.update(self.conf)
         conf.pop("spark.master", None)
+        conf.pop("spark.jdbc.driver.lookup", None)
+        jars = driver_jars(self.conf)
+        if jars:
+            conf["spark.jars"] = ",".join(jars)
         return conf
 
     def _build(self) -> SparkSession:

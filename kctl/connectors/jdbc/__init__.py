@@ -1,0 +1,1 @@
+"""JDBC connectors on Spark: JdbcSource (tables -> records) and JdbcSink (records -> tables)."""

@@ -44,6 +44,19 @@ class ConflictError(KctlError):
     """The request cannot be served in the current state (e.g. a rebalance is running)."""
 
 
+class ForbiddenError(KctlError):
+    """An internal request between workers without a valid signature (KIP-507)."""
+
+
+class RequestTargetError(KctlError):
+    """Another worker must serve this request (the group's leader, or the worker that runs
+    the task); the REST layer forwards it to `forward_url`, as Kafka Connect does."""
+
+    def __init__(self, message: str, forward_url: str):
+        super().__init__(message)
+        self.forward_url = forward_url
+
+
 class ConnectError(KctlError):
     """A connector or task failed; the runtime records it as FAILED with this trace."""
 

@@ -24,7 +24,7 @@ from kctl.runtime.worker_config import BOOTSTRAP_SERVERS_CONFIG
 
 log = logging.getLogger(__name__)
 
-__all__ = ["StandaloneWorker", "run_worker"]
+__all__ = ["DistributedWorker", "StandaloneWorker", "run_worker"]
 
 
 class StandaloneWorker:
@@ -83,6 +83,93 @@ class StandaloneWorker:
                 for s in (self.offsets, self.configs, self.statuses):
                     s.stop()
                 self.transport.close()
+
+
+class DistributedWorker:
+    """One worker of a cluster (`group.id` and `bootstrap.servers` set): the Kafka stores,
+    the group driver and the DistributedHerder behind the same REST API (Kafka's
+    ConnectDistributed)."""
+
+    def __init__(self, config: Any, plugins: Plugins | None = None):
+        from kctl.runtime.distributed import DistributedHerder
+        from kctl.storage.topic_stores import (
+            KafkaConfigBackingStore,
+            KafkaOffsetBackingStore,
+            KafkaStatusBackingStore,
+        )
+
+        self.config = config
+        self.spark = SparkEngine(config.spark_conf())
+        self.plugins = plugins or Plugins(config.get_list("plugin.path"))
+        for err in self.plugins.load_errors:
+            log.warning("plugin: %s", err)
+        settings = dict(config.values)
+        self.transport = build_transport(config)
+        stores: list[Any] = []
+        try:
+            for cls in (KafkaConfigBackingStore, KafkaStatusBackingStore,
+                        KafkaOffsetBackingStore):
+                store = cls(self.transport, settings)
+                store.start()
+                stores.append(store)
+        except BaseException:
+            for store in stores:
+                store.stop()
+            self.transport.close()
+            raise
+        self.configs, self.statuses, self.offsets = stores
+        self.herder = DistributedHerder(
+            "starting", self.plugins, self.configs, self.statuses, self.offsets, url="",
+            worker_config=config, driver_factory=self._driver)
+        host, port = config.listener()
+        try:
+            self.rest = RestServer(create_app(self.herder), host, port)
+        except BaseException:
+            self._stop_stores()
+            raise
+
+    def _driver(self, member: Any) -> Any:
+        from kctl.transport.kafka_group import CONNECT_CODEC, BrokerGroupDriver
+
+        return BrokerGroupDriver(",".join(self.config.get_list(BOOTSTRAP_SERVERS_CONFIG)),
+                                 self.config.get_str("group.id"), member, CONNECT_CODEC)
+
+    def start(self) -> None:
+        self.spark.preload()
+        self.rest.start()
+        url = self.config.advertised(self.rest.port)
+        self.herder.url = url
+        self.herder.worker_id = url.split("://", 1)[1]
+        worker = Worker(self.config, worker_id=self.herder.worker_id, transport=self.transport,
+                        offset_store=self.offsets, status=self.herder, plugins=self.plugins,
+                        spark=self.spark)
+        self.herder.start(worker)
+
+    def _stop_stores(self) -> None:
+        for s in (self.offsets, self.configs, self.statuses):
+            try:
+                s.stop()
+            except Exception as e:
+                log.warning("Stopping a store failed: %s", e)
+        self.transport.close()
+
+    def stop(self) -> None:
+        try:
+            self.rest.stop()
+        finally:
+            try:
+                self.herder.stop()
+            finally:
+                self.spark.stop()
+                self._stop_stores()
+
+
+def build_worker(config: Any, plugins: Plugins | None = None) -> StandaloneWorker | DistributedWorker:
+    """A distributed worker when the config names a group on a Kafka cluster, else a
+    standalone one."""
+    if config.distributed:
+        return DistributedWorker(config, plugins)
+    return StandaloneWorker(config, plugins)
 
 
 def _load_connectors(files: list[str], plugins: Plugins
@@ -173,11 +260,15 @@ def _serve(config_path: str | None, connector_files: list[str], console: Any, er
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
+        if connector_files and config.distributed:
+            raise ConfigError(
+                "connector files are for standalone workers; a distributed worker (group.id "
+                "is set) takes connectors through its REST API: kctl connector apply FILE")
         plugins = Plugins(config.get_list("plugin.path"))
         connectors, warnings = _load_connectors(connector_files, plugins)
         for warning in warnings:
             warn(warning)
-        worker = StandaloneWorker(config, plugins)
+        worker = build_worker(config, plugins)
     except ConnectorFilesError as e:
         code = error(e)
         for warning in e.warnings:
@@ -190,6 +281,8 @@ def _serve(config_path: str | None, connector_files: list[str], console: Any, er
             worker.start()
             where = (f"embedded log at {config.state_dir}" if config.embedded
                      else "Kafka " + ",".join(config.get_list(BOOTSTRAP_SERVERS_CONFIG)))
+            if config.distributed:
+                where += f", group {config.get_str('group.id')}"
             console.print(f"kctl worker {worker.herder.worker_id} ({where})", highlight=False,
                           markup=False)
             console.print(f"REST API listening on {worker.rest.url}", highlight=False,

@@ -24,9 +24,11 @@ from kctl.errors import (
     AlreadyExistsError,
     ConfigError,
     ConflictError,
+    ForbiddenError,
     KctlError,
     NotFoundError,
     PluginError,
+    RequestTargetError,
     ValidationError,
 )
 from kctl.runtime.herder import Herder
@@ -36,6 +38,7 @@ from kctl.states import TargetState
 
 STATUS_BY_ERROR: list[tuple[type[KctlError], int]] = [
     (NotFoundError, 404),
+    (ForbiddenError, 403),
     (AlreadyExistsError, 409),
     (ConflictError, 409),
     (ValidationError, 400),
@@ -64,6 +67,7 @@ ERRORS_BY_OPERATION: dict[tuple[str, str], tuple[int, ...]] = {
     ("patch", "/connectors/{name}/config"): (400, 404, 409),
     ("get", "/connectors/{name}/status"): (404,),
     ("get", "/connectors/{name}/tasks"): (404,),
+    ("post", "/connectors/{name}/tasks"): (400, 403, 404, 409),
     ("get", "/connectors/{name}/tasks/{task}/status"): (400, 404),
     ("post", "/connectors/{name}/restart"): (400, 404),
     ("post", "/connectors/{name}/tasks/{task}/restart"): (400, 404),
@@ -121,7 +125,73 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "type": "object", "required": ["level"], "properties": {
             "level": {"type": "string", "enum": list(LEVELS)}}},
     ("put", "/connector-plugins/{plugin}/config/validate"): _CONFIG_MAP,
+    ("post", "/connectors/{name}/tasks"): {"type": "array", "items": _CONFIG_MAP},
 }
+
+# What a worker answers when a forwarded request reaches a worker that cannot serve it
+# either (Kafka Connect's words): the leader changed on the way.
+FORWARD_CONFLICT = ("Cannot complete request because of a conflicting operation "
+                    "(e.g. worker rebalance)")
+FORWARD_TIMEOUT_S = 90.0
+# Headers a forwarded request keeps: the body's type and the internal request signature
+FORWARDED_HEADERS = ("content-type", "x-connect-authorization",
+                     "x-connect-request-signature-algorithm")
+
+
+class BufferedBody:
+    """Reads each request's body once and keeps it in the scope, so a request that must be
+    served by another worker (RequestTargetError) can be forwarded with its body."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        scope["kctl.body"] = body
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def forward(request: Request, exc: RequestTargetError) -> Response:
+    """Kafka Connect's forwarding: a request that arrives without `forward` may be forwarded
+    twice (to the leader, which may hand it to the worker running a task); one that
+    arrives with forward=false is answered 409."""
+    import httpx
+
+    hop = request.query_params.get("forward")
+    if hop is not None and hop.lower() == "false":
+        return error_response(409, FORWARD_CONFLICT)
+    params = [(k, v) for k, v in request.query_params.multi_items() if k != "forward"]
+    params.append(("forward", "true" if hop is None else "false"))
+    headers = {k: v for k, v in request.headers.items() if k.lower() in FORWARDED_HEADERS}
+    url = exc.forward_url.rstrip("/") + request.url.path
+    try:
+        async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT_S) as client:
+            answer = await client.request(request.method, url, params=params, headers=headers,
+                                          content=request.scope.get("kctl.body", b""))
+    except httpx.HTTPError as e:
+        return error_response(409, f"{FORWARD_CONFLICT}: could not forward the request to "
+                                   f"{exc.forward_url}: {e}")
+    kept = {k: v for k, v in answer.headers.items() if k.lower() in ("content-type", "location")}
+    return Response(answer.content, status_code=answer.status_code, headers=kept)
 
 
 def exact_openapi(doc: dict[str, Any]) -> dict[str, Any]:
@@ -153,6 +223,9 @@ def create_app(herder: Herder, loggers: Loggers | None = None,
         metrics = worker_registry(lambda: getattr(herder, "worker", None), herder)
     app = FastAPI(title="kctl", version=__version__,
                   description="Kafka-Connect-compatible REST API of a kctl worker")
+
+    app.add_middleware(BufferedBody)
+    app.add_exception_handler(RequestTargetError, forward)  # type: ignore[arg-type]
 
     @app.exception_handler(KctlError)
     async def kctl_error(request: Request, exc: KctlError) -> JSONResponse:
@@ -264,6 +337,16 @@ def create_app(herder: Herder, loggers: Loggers | None = None,
     def tasks(name: str) -> Any:
         return [{"id": {"connector": name, "task": i}, "config": c}
                 for i, c in enumerate(herder.task_configs(name))]
+
+    @app.post("/connectors/{name}/tasks", status_code=204)
+    def put_task_configs(request: Request, name: str,
+                         body: list[dict[str, Any]] = Body(...)) -> Response:
+        """Internal (between workers of a cluster): the task configs a worker generated
+        for the leader to write, signed with the session key under `sessioned`."""
+        configs = [{str(k): str(v) for k, v in c.items()} for c in body]
+        herder.put_task_configs(name, configs, dict(request.headers),
+                                request.scope.get("kctl.body", b""))
+        return Response(status_code=204)
 
     @app.get("/connectors/{name}/tasks/{task}/status")
     def task_status(name: str, task: int) -> Any:

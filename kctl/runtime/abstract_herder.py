@@ -85,6 +85,26 @@ class AbstractHerder(Herder, ConnectorListener):
             raise NotFoundError(f"Connector {name} not found")
         return config
 
+    def _generate_task_configs(self, name: str, config: Mapping[str, str]
+                               ) -> list[dict[str, str]] | None:
+        """The running connector's task configs; None (and the connector FAILED) when it
+        cannot give them."""
+        try:
+            return self._w.connector_task_configs(name, int(config.get(cc.TASKS_MAX_CONFIG, "1")))
+        except Exception as e:
+            import traceback
+
+            log.error("Connector %s failed to generate task configs: %s", name, e)
+            self.on_connector_state(name, State.FAILED, "".join(traceback.format_exception(e)))
+            return None
+
+    def put_task_configs(self, name: str, configs: list[dict[str, str]],
+                         headers: Mapping[str, str], body: bytes) -> None:
+        """Kafka Connect's internal POST /connectors/{name}/tasks: only a distributed
+        group's leader takes task configs from the other workers."""
+        raise ConflictError("Only the leader of a distributed worker group accepts task "
+                            "configs from other workers")
+
     def _type(self, config: Mapping[str, str]) -> ConnectorType:
         try:
             return self.registry.connector_plugin(config.get(CONNECTOR_CLASS_CONFIG, "")).type

@@ -18,7 +18,6 @@ from typing import Any
 
 from kctl.errors import AlreadyExistsError, NotFoundError, ValidationError
 from kctl.runtime.abstract_herder import AbstractHerder
-from kctl.runtime.connector_config import TASKS_MAX_CONFIG
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.worker import Worker
 from kctl.runtime.worker_config import BOOTSTRAP_SERVERS_CONFIG
@@ -67,16 +66,6 @@ class StandaloneHerder(AbstractHerder):
                 return
             self.configs.put_task_configs(name, task_configs)
         self._start_tasks(name, config, task_configs, target)
-
-    def _generate_task_configs(self, name: str, config: Mapping[str, str]) -> list[dict[str, str]] | None:
-        try:
-            return self._w.connector_task_configs(name, int(config.get(TASKS_MAX_CONFIG, "1")))
-        except Exception as e:
-            import traceback
-
-            log.error("Connector %s failed to generate task configs: %s", name, e)
-            self.on_connector_state(name, State.FAILED, "".join(traceback.format_exception(e)))
-            return None
 
     def _start_tasks(self, name: str, config: dict[str, str], task_configs: list[dict[str, str]],
                      target: TargetState) -> None:

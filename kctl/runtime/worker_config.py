@@ -88,6 +88,51 @@ WORKER_CONFIG = (
     .define("scheduled.rebalance.max.delay.ms", ConfigType.INT, 300000, Range.at_least(0),
             Importance.LOW, "How long lost work waits for its worker to return (distributed).",
             group="Distributed")
+    .define("session.timeout.ms", ConfigType.INT, 10000, Range.at_least(1), Importance.HIGH,
+            "A worker that sends no heartbeat for this long is dropped from the group and its "
+            "work reassigned (distributed).", group="Distributed")
+    .define("heartbeat.interval.ms", ConfigType.INT, 3000, Range.at_least(1), Importance.HIGH,
+            "How often a worker heartbeats to the group coordinator (distributed).",
+            group="Distributed")
+    .define("rebalance.timeout.ms", ConfigType.INT, 60000, Range.at_least(1), Importance.HIGH,
+            "How long the coordinator waits for every worker to rejoin in a rebalance "
+            "(distributed).", group="Distributed")
+    .define("worker.sync.timeout.ms", ConfigType.INT, 3000, Range.at_least(1), Importance.MEDIUM,
+            "How long a worker waits to catch up with the config topic before it gives up "
+            "leadership or rejoins (distributed).", group="Distributed")
+    .define("config.storage.topic", ConfigType.STRING, None, None, Importance.HIGH,
+            "Compacted topic with connector configs, task configs and target states "
+            "(distributed; one partition).", group="Distributed")
+    .define("config.storage.replication.factor", ConfigType.SHORT, 3, Range.at_least(-1),
+            Importance.LOW, "Replication factor of the config topic when kctl creates it.",
+            group="Distributed")
+    .define("offset.storage.topic", ConfigType.STRING, None, None, Importance.HIGH,
+            "Compacted topic with source offsets (distributed).", group="Distributed")
+    .define("offset.storage.partitions", ConfigType.INT, 25, Range.at_least(1), Importance.LOW,
+            "Partitions of the offset topic when kctl creates it.", group="Distributed")
+    .define("offset.storage.replication.factor", ConfigType.SHORT, 3, Range.at_least(-1),
+            Importance.LOW, "Replication factor of the offset topic when kctl creates it.",
+            group="Distributed")
+    .define("status.storage.topic", ConfigType.STRING, None, None, Importance.HIGH,
+            "Compacted topic with connector and task statuses (distributed).",
+            group="Distributed")
+    .define("status.storage.partitions", ConfigType.INT, 5, Range.at_least(1), Importance.LOW,
+            "Partitions of the status topic when kctl creates it.", group="Distributed")
+    .define("status.storage.replication.factor", ConfigType.SHORT, 3, Range.at_least(-1),
+            Importance.LOW, "Replication factor of the status topic when kctl creates it.",
+            group="Distributed")
+    .define("rest.advertised.host.name", ConfigType.STRING, None, None, Importance.LOW,
+            "Host name other workers use to reach this one (default: the listener's host).",
+            group="REST")
+    .define("rest.advertised.port", ConfigType.INT, None, None, Importance.LOW,
+            "Port other workers use to reach this one (default: the listener's port).",
+            group="REST")
+    .define("rest.advertised.listener", ConfigType.STRING, None,
+            ValidString.in_("http"), Importance.LOW,
+            "Scheme other workers use to reach this one (http).", group="REST")
+    .define("inter.worker.key.ttl.ms", ConfigType.INT, 3600000, Range.at_least(1),
+            Importance.LOW, "How long a session key signs internal requests before the "
+            "leader rotates it (connect.protocol=sessioned).", group="Distributed")
 )
 
 
@@ -246,8 +291,23 @@ class WorkerConfig(AbstractConfig):
         wid = self.get("worker.id")
         if wid:
             return wid
+        return self.advertised(port).split("://", 1)[1]
+
+    @property
+    def distributed(self) -> bool:
+        """`group.id` with `bootstrap.servers`: a worker of a cluster (Kafka's
+        connect-distributed), not a standalone worker."""
+        return bool(self.get("group.id")) and not self.embedded
+
+    def advertised(self, port: int) -> str:
+        """The URL other workers reach this one at (Kafka's rest.advertised.*)."""
         host, _ = self.listener()
-        return f"{host if host not in ('0.0.0.0', '') else socket.gethostname()}:{port}"
+        if host in ("0.0.0.0", "", "::"):
+            host = socket.gethostname()
+        host = self.get("rest.advertised.host.name") or host
+        port = self.get("rest.advertised.port") or port
+        scheme = self.get("rest.advertised.listener") or "http"
+        return f"{scheme}://{host}:{port}"
 
 
 _LOCAL_MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?")
@@ -291,6 +351,16 @@ def _check_values(values: Mapping[str, Any], props: Mapping[str, Any]) -> list[t
             invalid("plugin.path", entry, "no such directory")
         elif not path.is_dir():
             invalid("plugin.path", entry, "not a directory")
+    if values.get("group.id") and not values.get(BOOTSTRAP_SERVERS_CONFIG):
+        problems.append(("group.id", "group.id makes a distributed worker, which keeps its "
+                         "state on a Kafka cluster: set bootstrap.servers too (or remove "
+                         "group.id for a standalone worker)"))
+    if values.get("group.id") and values.get(BOOTSTRAP_SERVERS_CONFIG):
+        for key in ("config.storage.topic", "offset.storage.topic", "status.storage.topic"):
+            if not values.get(key):
+                problems.append((key, f"Missing required configuration {key!r} for a "
+                                 f"distributed worker (group.id is set), e.g. "
+                                 f"connect-{key.split('.')[0]}s"))
     state_dir = values.get("state.dir")
     if state_dir and Path(os.path.expanduser(str(state_dir))).exists() and \
             not Path(os.path.expanduser(str(state_dir))).is_dir():

@@ -29,6 +29,8 @@ __all__ = [
     "ConfigUpdateListener",
     "FileConfigBackingStore",
     "MemoryConfigBackingStore",
+    "RestartRequest",
+    "SessionKey",
     "commit_key",
     "connector_key",
     "target_state_key",
@@ -54,6 +56,10 @@ def target_state_key(name: str) -> str:
     return f"target-state-{name}"
 
 
+SESSION_KEY = "session-key"
+RESTART_PREFIX = "restart-connector-"
+
+
 class ConfigUpdateListener:
     """Kafka's ConfigBackingStore.UpdateListener; override what you need."""
 
@@ -64,6 +70,29 @@ class ConfigUpdateListener:
     def on_task_config_update(self, connector: str, tasks: Sequence[int]) -> None: ...
 
     def on_connector_target_state_change(self, connector: str) -> None: ...
+
+    def on_session_key_update(self, key: SessionKey) -> None: ...
+
+    def on_restart_request(self, request: RestartRequest) -> None: ...
+
+
+@dataclass(frozen=True)
+class SessionKey:
+    """The key workers sign internal requests with (KIP-507), as the config topic holds it."""
+
+    key: bytes
+    algorithm: str
+    created_ms: int
+
+
+@dataclass(frozen=True)
+class RestartRequest:
+    """A restart of a connector and (some of) its tasks, as KIP-745 writes it to the config
+    topic: every worker restarts the part it runs."""
+
+    connector: str
+    include_tasks: bool = False
+    only_failed: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,10 +122,26 @@ class _State:
         self.tasks: dict[str, list[dict[str, str]]] = {}
         self.targets: dict[str, TargetState] = {}
         self.pending: dict[str, dict[int, dict[str, str]]] = {}  # task records before their commit
+        self.session_key: SessionKey | None = None
 
     def apply(self, key: str, value: dict[str, Any] | None) -> list[tuple[str, Any]]:
         """Returns the listener events the record causes."""
         self.offset += 1
+        if key == SESSION_KEY:
+            if value is None:
+                return []
+            import base64
+
+            self.session_key = SessionKey(base64.b64decode(str(value.get("key", ""))),
+                                          str(value.get("algorithm", "HmacSHA256")),
+                                          int(value.get("creation-timestamp", 0)))
+            return [("session", self.session_key)]
+        if key.startswith(RESTART_PREFIX):
+            if value is None:
+                return []
+            return [("restart", RestartRequest(key[len(RESTART_PREFIX):],
+                                               bool(value.get("include-tasks", False)),
+                                               bool(value.get("only-failed", False))))]
         if key.startswith("target-state-"):
             name = key[len("target-state-"):]
             if value is None:
@@ -205,6 +250,10 @@ class ConfigBackingStore(ABC):
                         listener.on_task_config_update(arg[0], arg[1])
                     elif kind == "target":
                         listener.on_connector_target_state_change(arg)
+                    elif kind == "session":
+                        listener.on_session_key_update(arg)
+                    elif kind == "restart":
+                        listener.on_restart_request(arg)
                 except Exception as e:
                     log.error("Config listener %r failed on %s %s: %s", listener, kind, arg, e)
 
@@ -257,6 +306,22 @@ class ConfigBackingStore(ABC):
 
     def put_target_state(self, name: str, state: TargetState) -> None:
         self._write([(target_state_key(name), _target_value(state))])
+
+    def put_session_key(self, key: SessionKey) -> None:
+        import base64
+
+        self._write([(SESSION_KEY, {"key": base64.b64encode(key.key).decode(),
+                                    "algorithm": key.algorithm,
+                                    "creation-timestamp": key.created_ms})])
+
+    def put_restart_request(self, request: RestartRequest) -> None:
+        self._write([(RESTART_PREFIX + request.connector,
+                      {"include-tasks": request.include_tasks,
+                       "only-failed": request.only_failed})])
+
+    def session_key(self) -> SessionKey | None:
+        with self._lock:
+            return self._state.session_key
 
     def remove_connector(self, name: str) -> None:
         with self._lock:

@@ -192,6 +192,19 @@ class StatusBackingStore(ABC):
         if doomed:
             self._write([(k, None) for k in doomed])
 
+    # -- generations (what each worker saw of each rebalance; kctl's, for rebalance history)
+    def put_generation(self, key: str, record: Mapping[str, Any]) -> None:
+        """One worker's record of one generation (`kctl.group.history.GenerationRecord`
+        as JSON) under its `generation-<worker>-<n>` key."""
+        self._write([(key, {"generation": dict(record)})])
+
+    def generations(self) -> list[dict[str, Any]]:
+        """Every worker's generation records, oldest generation first."""
+        with self._lock:
+            docs = [v["generation"] for k, v in self._records.items()
+                    if k.startswith("generation-") and isinstance(v.get("generation"), dict)]
+        return sorted(docs, key=lambda d: (d.get("generation", 0), d.get("worker", "")))
+
     def records(self) -> dict[str, dict[str, Any]]:
         """Every live record (what a compacted status topic would hold)."""
         with self._lock:

@@ -41,7 +41,8 @@ CONFIG_TOPIC = ("config.storage.topic", 1)
 OFFSET_TOPIC = ("offset.storage.topic", 25)
 STATUS_TOPIC = ("status.storage.topic", 5)
 DEFAULT_REPLICATION_FACTOR = 3
-CONFIG_PREFIXES = ("connector-", "task-", "commit-", "target-state-", "session-key")
+CONFIG_PREFIXES = ("connector-", "task-", "commit-", "target-state-", "session-key",
+                   "restart-connector-")
 
 
 def storage_topic(worker_config: Mapping[str, Any], which: tuple[str, int]) -> LogTopic:

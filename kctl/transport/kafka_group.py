@@ -176,6 +176,15 @@ class BrokerGroupDriver:
     def request_rejoin(self, reason: str) -> None:
         self._act(self.member.handle(RequestRejoin(reason), self._now()))
 
+    def wakeup(self) -> None:
+        """End a `poll` early (another thread has something for the polling thread)."""
+        self._wake.set()
+
+    @property
+    def assignment(self) -> Any:
+        """The last assignment the leader sent this member (None before the first)."""
+        return self._assignment
+
     # -- the loop ------------------------------------------------------------------------------
     def poll(self, timeout: float) -> list[Any]:
         """Run the member for up to `timeout` seconds (less when something happens):

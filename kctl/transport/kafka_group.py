@@ -356,6 +356,8 @@ class BrokerGroupDriver:
                 self._retry(entry)
                 continue
             response = self._from_wire(entry.request, entry.future.value)
+            log.debug("group %s: %s answered %s", self.group_id, type(entry.request).__name__,
+                      response)
             if response is None:
                 continue
             completed = self.member.last_completed_generation

@@ -113,6 +113,21 @@ class Cluster:
         return s["connector"]["state"] == "RUNNING" and len(s["tasks"]) == tasks and all(
             t["state"] == "RUNNING" for t in s["tasks"])
 
+    def generations(self) -> list[dict[str, Any]]:
+        """Every worker's record of every generation it completed, read from the status
+        topic as `kctl rebalance history` will read it."""
+        from kctl.storage.topic_stores import KafkaStatusBackingStore
+        from kctl.transport.kafka import KafkaTransport
+
+        transport = KafkaTransport(self.settings["bootstrap.servers"])
+        store = KafkaStatusBackingStore(transport, self.settings)
+        store.start()
+        try:
+            return store.generations()
+        finally:
+            store.stop()
+            transport.close()
+
     def stop(self) -> None:
         for w in self.workers:
             w.stop()

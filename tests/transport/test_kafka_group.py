@@ -61,8 +61,9 @@ class Worker:
         return self.driver.member
 
 
-def new_worker(bootstrap: str, group: str, name: str, protocol: str) -> Worker:
-    handler = ConnectHandler(name, Snapshot(), protocol, max_delay_ms=0)
+def new_worker(bootstrap: str, group: str, name: str, protocol: str,
+               max_delay_ms: int = 0) -> Worker:
+    handler = ConnectHandler(name, Snapshot(), protocol, max_delay_ms=max_delay_ms)
     member = GroupMember(name, handler, session_timeout_ms=SESSION_MS,
                          rebalance_timeout_ms=SESSION_MS, heartbeat_interval_ms=500)
     return Worker(name, BrokerGroupDriver(bootstrap, group, member, CONNECT_CODEC))
@@ -283,3 +284,55 @@ def test_a_group_everyone_left_takes_a_new_member(kafka_broker):
     finally:
         w3.driver.leave()
         w3.driver.close()
+
+
+def test_a_dead_workers_work_waits_for_the_delay_then_goes_to_the_survivors(kafka_broker):
+    """w3 dies (no LeaveGroup, no more heartbeats): the coordinator expires it and the
+    leader keeps its work unassigned for scheduled.rebalance.max.delay.ms; a worker that
+    joins afterwards gets the group rebalanced with that work placed.
+
+    On Kafka the leader's own rejoin when the delay expires starts that rebalance. The
+    test broker answers a rejoin whose metadata did not change with the generation it
+    already has (only new members or changed metadata start a generation there), so
+    here a joining worker starts it."""
+    import time
+
+    group = f"connect-cluster-{uuid.uuid4().hex[:8]}"
+    workers = [new_worker(kafka_broker.bootstrap, group, n, "sessioned") for n in ("w1", "w2", "w3")]
+    for w in workers:
+        w.driver.start()
+        settle(workers[:workers.index(w) + 1])
+    w1, w2, w3 = workers
+    for w in workers:  # from now on lost work waits 4 s (the setting the leader's assignor reads)
+        for assignor in w.member.handler._assignors.values():
+            assignor.max_delay_ms = 4000
+    lost = w3.owned
+    assert not lost.is_empty
+    w3.driver.close()  # SIGKILL: it never says goodbye
+    w4 = new_worker(kafka_broker.bootstrap, group, "w4", "sessioned")
+    try:
+        deadline = time.monotonic() + 120
+        waiting = None
+        while waiting is None:
+            assert time.monotonic() < deadline, "the leader never noticed w3 was gone"
+            for w in (w1, w2):
+                w.apply(w.driver.poll(0.05))
+            assert union_all([w1.owned, w2.owned]).isdisjoint(lost)
+            waiting = next((r for w in (w1, w2) for r in w.records if r.is_leader and
+                            ConnectorsAndTasks.from_json(r.sets.get("lost", {})) == lost), None)
+        assert waiting.delay_ms > 0 and len(waiting.members) == 2
+        assert ConnectorsAndTasks.from_json(waiting.sets["lost_reassigned"]).is_empty
+
+        # nobody takes the lost work while the delay runs
+        while time.time() * 1000 < waiting.at_ms + waiting.delay_ms:
+            for w in (w1, w2):
+                w.apply(w.driver.poll(0.05))
+            assert union_all([w1.owned, w2.owned]).isdisjoint(lost)
+
+        w4.driver.start()
+        settle([w1, w2, w4], timeout=60)
+        assert union_all([w.owned for w in (w1, w2, w4)]) == configured_work(CONNECTORS)
+    finally:
+        for w in (w1, w2, w4):
+            w.driver.leave()
+            w.driver.close()

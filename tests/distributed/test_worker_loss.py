@@ -1,0 +1,108 @@
+"""A worker of a three-worker cluster dies with SIGKILL while a file -> topic -> file
+pipeline runs.
+
+Story: its tasks stay unassigned while `scheduled.rebalance.max.delay.ms` gives it a chance
+to come back (the leader's record of that generation names them as lost and hands them to
+nobody), then the leader hands them out and they run on the survivors; the exactly-once
+FileSink's output holds every one of the 100k lines exactly once.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from support.cluster import Cluster
+from support.files import committed_lines
+from support.waiting import wait_until
+
+from kctl.group.assignors.connect import EMPTY, ConnectorsAndTasks, union_all
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+LINES = 100_000
+DELAY_MS = 12_000
+
+
+def write_lines(path: Path, start: int, count: int) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(f"line {i}\n" for i in range(start, start + count)))
+    tmp.rename(path)
+
+
+def connector(tmp_path: Path, name: str, config: dict) -> Path:
+    f = tmp_path / f"{name}.yaml"
+    f.write_text(yaml.safe_dump({"name": name, "config": config}))
+    return f
+
+
+def work_on(cluster: Cluster, worker_id: str, names: tuple[str, ...]) -> ConnectorsAndTasks:
+    owned = [ConnectorsAndTasks.of(
+        [n for n, w in cluster.placement(name).items() if w == worker_id and n == name],
+        [n for n, w in cluster.placement(name).items() if w == worker_id and n != name])
+        for name in names]
+    return union_all(owned)
+
+
+def test_a_killed_workers_tasks_wait_for_the_delay_then_run_elsewhere(kafka_broker, tmp_path):
+    cluster = Cluster(tmp_path, kafka_broker.bootstrap, **{
+        "scheduled.rebalance.max.delay.ms": DELAY_MS, "topic.creation.default.partitions": 3})
+    try:
+        w1, w2, w3 = cluster.add(), cluster.add(), cluster.add()
+        indir, outdir = tmp_path / "in", tmp_path / "out"
+        indir.mkdir()
+        write_lines(indir / "part-1.txt", 0, LINES // 2)
+        w1.kctl("connector", "create", str(connector(tmp_path, "src", {
+            "connector.class": "FileSource", "path": str(indir), "format": "text",
+            "topic": "lines", "batch.max.rows": 5000, "poll.interval.ms": 200})))
+        w2.kctl("connector", "create", str(connector(tmp_path, "sink", {
+            "connector.class": "FileSink", "topics": "lines", "path": str(outdir),
+            "format": "json", "delivery.guarantee": "exactly_once", "tasks.max": 3,
+            "flush.size": 3000, "rotate.interval.ms": 300})))
+        wait_until(lambda: cluster.running("src", 1) and cluster.running("sink", 3),
+                   timeout=120, message="pipeline running", on_timeout=cluster.logs)
+        wait_until(lambda: len(committed_lines(outdir)) >= 5_000, timeout=120, interval=0.2,
+                   message="some output before the kill", on_timeout=cluster.logs)
+
+        # the victim: a worker that is not the leader and runs sink tasks
+        leader = cluster.generations()[-1]["leader"]
+        victim = next(w for w in (w2, w3, w1) if not leader.startswith(w.worker_id + "-")
+                      and work_on(cluster, w.worker_id, ("src", "sink")).tasks)
+        lost = work_on(cluster, victim.worker_id, ("src", "sink"))
+        generation_before = max(g["generation"] for g in cluster.generations())
+        victim.kill()
+        write_lines(indir / "part-2.txt", LINES // 2, LINES - LINES // 2)
+
+        survivors = [w for w in (w1, w2, w3) if w is not victim]
+        wait_until(lambda: all(
+            cluster.placement(t.connector).get(str(t)) in {w.worker_id for w in survivors}
+            for t in lost.tasks), timeout=120, interval=0.5,
+            message="the lost tasks run on the survivors", on_timeout=cluster.logs)
+
+        # the generations after the death: first the lost work waits for its delay, held
+        # by nobody; then it is handed out
+        after = [g for g in cluster.generations() if g["generation"] > generation_before]
+        leaders = [g for g in after if g["worker"] == g["leader"].rsplit("-", 5)[0]
+                   or g["member_id"] == g["leader"]]
+        waiting = [g for g in leaders if ConnectorsAndTasks.from_json(
+            g["sets"].get("lost", {})) == lost]
+        assert waiting and waiting[0]["delay_ms"] > 0, leaders
+        held = union_all(ConnectorsAndTasks.from_json(g["owned"]) for g in after
+                         if g["generation"] == waiting[0]["generation"])
+        assert (held & lost) == EMPTY, "lost work stays unassigned during the delay"
+        handed_out = union_all(ConnectorsAndTasks.from_json(g["sets"].get(
+            "lost_reassigned", {})) for g in leaders)
+        assert lost.tasks <= handed_out.tasks
+
+        # every line exactly once
+        want = collections.Counter(json.dumps(f"line {i}") for i in range(LINES))
+        wait_until(lambda: collections.Counter(committed_lines(outdir)) >= want, timeout=240,
+                   interval=1, message="every line in the output", on_timeout=cluster.logs)
+        time.sleep(2)  # a late duplicate would show up now
+        assert collections.Counter(committed_lines(outdir)) == want
+    finally:
+        cluster.stop()

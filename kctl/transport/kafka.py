@@ -278,7 +278,12 @@ class KafkaProducer(Producer):
 class KafkaConsumer(Consumer):
     def __init__(self, conf: Mapping[str, Any]):
         self._c = KConsumer(conf)
+        self._cooperative = "cooperative" in str(conf.get("partition.assignment.strategy", ""))
         self._seeked: dict[TopicPartition, int] = {}
+        # seeks asked for inside on_assign: librdkafka has not assigned the partitions yet
+        # (a seek there fails with "Erroneous state"), so they become the start offsets
+        self._assigning = False
+        self._start_at: dict[TopicPartition, int] = {}
         self._lock = threading.Lock()
         self._assignment: set[TopicPartition] = set()
         self._closed = False
@@ -290,8 +295,20 @@ class KafkaConsumer(Consumer):
             self._assignment |= set(tps)
             for tp in tps:
                 self._seeked.pop(tp, None)
-            if on_assign:
-                on_assign(tps)
+            self._assigning = True
+            try:
+                if on_assign:
+                    on_assign(tps)
+            finally:
+                self._assigning = False
+            for p in parts:
+                start = self._start_at.pop(_tp(p), None)
+                if start is not None:
+                    p.offset = start
+            if self._cooperative:
+                consumer.incremental_assign(parts)
+            else:
+                consumer.assign(parts)
 
         def revoked(consumer: Any, parts: list[KTP]) -> None:
             tps = [_tp(p) for p in parts]
@@ -325,7 +342,10 @@ class KafkaConsumer(Consumer):
         return out
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
-        self._c.seek(KTP(tp.topic, tp.partition, offset))
+        if self._assigning:
+            self._start_at[tp] = offset
+        else:
+            self._c.seek(KTP(tp.topic, tp.partition, offset))
         self._seeked[tp] = offset
 
     def position(self, tp: TopicPartition) -> int:

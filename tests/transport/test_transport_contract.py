@@ -127,6 +127,29 @@ def test_a_group_resumes_from_its_committed_offsets(transport):
         [2 * o for o in range(4, 10)] + [2 * o + 1 for o in range(7, 10)])
 
 
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_a_seek_in_on_assign_is_where_consumption_starts(transport, strategy):
+    """What an exactly-once sink does: its task's open() rewinds each partition it is
+    given to what its own output holds, before anything is read."""
+    topic = new_topic(transport, 2)
+    produce(transport, [ProducerRecord(topic, f"{i}".encode(), partition=i % 2)
+                        for i in range(20)])
+    c = transport.consumer(f"g-{uuid.uuid4().hex[:8]}",
+                           {"partition.assignment.strategy": strategy})
+    starts = {0: 6, 1: 8}
+
+    def rewind(partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            c.seek(tp, starts[tp.partition])
+            assert c.position(tp) == starts[tp.partition]
+
+    c.subscribe([topic], on_assign=rewind)
+    got = drain(c, 4 + 2)
+    c.close()
+    assert sorted((r.partition, r.offset) for r in got) == [
+        (0, 6), (0, 7), (0, 8), (0, 9), (1, 8), (1, 9)]
+
+
 def test_seek_position_pause_and_resume(transport):
     topic = new_topic(transport, 2)
     produce(transport, [ProducerRecord(topic, f"{i}".encode(), partition=i % 2)

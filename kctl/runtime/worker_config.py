@@ -257,8 +257,10 @@ class WorkerConfig(AbstractConfig):
                     f"unknown worker config key {key!r}{hint}; expected one of the keys in "
                     f"docs/configuration.md or a {', '.join(PASS_THROUGH_PREFIXES)} "
                     "pass-through key"]
+        unresolved = set(problems)  # already reported: not again as an invalid value
         known_props = {k: v for k, v in props.items() if k in known}
-        checked = WORKER_CONFIG.validate(known_props)
+        checked = WORKER_CONFIG.validate({k: v for k, v in known_props.items()
+                                          if k not in unresolved})
         problems.update({cv.name: list(cv.errors) for cv in checked if cv.errors})
         values = {cv.name: cv.value for cv in checked if not cv.errors}
         for key, message in _check_values(values, props):

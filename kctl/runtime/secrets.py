@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kctl.api.config import ConfigDef, ConfigType, Password
-from kctl.runtime.config_providers import only_placeholders
+from kctl.runtime.config_providers import has_placeholder, only_placeholders
 
 HIDDEN = Password.HIDDEN
 MIN_SECRET_LENGTH = 4
@@ -118,8 +118,10 @@ REDACTOR = Redactor()
 
 
 def register_secrets(config: Mapping[str, Any], definition: ConfigDef | None) -> None:
-    """Add the values of the config's secret keys to the process's redactor."""
-    REDACTOR.add(config[k] for k in secret_keys(config, definition))
+    """Add the values of the config's secret keys to the process's redactor; a value with
+    placeholders is a reference, not a secret (its resolved value is added at start)."""
+    REDACTOR.add(config[k] for k in secret_keys(config, definition)
+                 if not has_placeholder(config[k]))
 
 
 def _redact_record(record: logging.LogRecord) -> None:

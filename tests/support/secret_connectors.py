@@ -45,7 +45,7 @@ class PasswordSourceConnector(SourceConnector):
         self.props = dict(props)
         password = props["connection.password"]
         log.info("connector %s logs in as %s with password %s", props.get("name"),
-                 props.get("connection.user"), password)  # careless on purpose
+                 props.get("connection.user", "kctl"), password)  # careless on purpose
         _probe(props, f"connector {props.get('name')} {digest(password)}")
 
     def task_class(self) -> type[SourceTask]:

@@ -212,7 +212,7 @@ class Worker:
         self._admin = transport.admin()
         transformer = getattr(config, "config_transformer", None)
         self.config_transformer: ConfigTransformer = transformer if transformer is not None \
-            else ConfigTransformer(providers_from_config(config.originals))
+            else ConfigTransformer(providers_from_config(getattr(config, "originals", {})))
         install_log_redaction()
 
     # -- config providers --------------------------------------------------------------------

@@ -353,8 +353,9 @@ def _resolve_providers(props: Mapping[str, Any], problems: dict[str, list[str]]
             out[key] = transformer.transform({key: value}, what="worker config").data[key]
         except ConfigError as e:
             problems.setdefault(key, []).append(str(e))
-    # resolved worker secrets (a client's sasl.jaas.config, say) never reach the logs
-    register_secrets({k: out[k] for k in props if has_placeholder(props[k])}, None)
+    # the worker's secrets (a client's sasl.jaas.config, say), literal or resolved, never
+    # reach the logs
+    register_secrets(out, None)
     return out, transformer
 
 

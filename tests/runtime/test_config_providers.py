@@ -22,6 +22,7 @@ from kctl.runtime.config_providers import (
 )
 from kctl.runtime.secrets import (
     HIDDEN,
+    REDACTOR,
     Redactor,
     install_log_redaction,
     mask,
@@ -242,6 +243,12 @@ def test_worker_settings_may_use_providers(tmp_path, monkeypatch):
     assert cfg.with_prefix("producer.") == {"sasl.jaas.config": "secret-jaas-line"}
     assert cfg.config_transformer.transform({"x": "${env:KCTL_TEST_FLUSH_MS}"}).data == \
         {"x": "1234"}
+    # a worker secret, resolved or literal, is redacted from logs like a connector's
+    assert REDACTOR.redact("jaas: secret-jaas-line") == "jaas: [hidden]"
+    WorkerConfig({"state.dir": str(tmp_path / "state"),
+                  "consumer.ssl.key.password": "literal-worker-pw"})
+    assert REDACTOR.redact("literal-worker-pw") == "[hidden]"
+    assert REDACTOR.redact("1234") == "1234"  # not a secret key: not redacted
 
 
 def test_worker_settings_that_cannot_be_resolved_stop_the_worker(tmp_path):

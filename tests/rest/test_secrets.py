@@ -250,3 +250,17 @@ def test_validate_resolves_placeholders_and_answers_with_them(api, tmp_path, sec
     assert r["error_count"] == 1 and errors["tasks.max"], r
     assert "x9zq-nan" not in json.dumps(r)  # the error names the placeholder, not the value
     assert f"${{file:{props}:bad.tasks}}" in errors["tasks.max"][0]
+
+
+def test_any_connector_and_any_setting_takes_placeholders(api, tmp_path, monkeypatch):
+    """Not only passwords: a connector that knows nothing of secrets gets its topic from
+    the environment, and its records land there."""
+    monkeypatch.setenv("KCTL_TEST_TOPIC", "orders-from-env")
+    create(api, "counter", {"connector.class": COUNTER, "topic": "${env:KCTL_TEST_TOPIC}",
+                            "count": 5})
+    wait_state(api, "counter", "RUNNING", ("RUNNING",))
+    wait_until(lambda: api.get("/connectors/counter/topics").json() ==
+               {"counter": {"topics": ["orders-from-env"]}}, WAIT, message="records on the topic")
+    assert api.get("/connectors/counter/config").json()["topic"] == "${env:KCTL_TEST_TOPIC}"
+    assert api.get("/connectors/counter/tasks").json()[0]["config"]["topic"] == \
+        "${env:KCTL_TEST_TOPIC}"

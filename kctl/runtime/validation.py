@@ -9,7 +9,7 @@ from kctl.api.config import ConfigDef, ConfigKey, ConfigValue, Password
 from kctl.api.connector import Connector, SinkConnector
 from kctl.errors import PluginError, ValidationError
 from kctl.runtime import connector_config as cc
-from kctl.runtime.config_providers import ConfigTransformer, has_placeholder
+from kctl.runtime.config_providers import ConfigTransformer, has_placeholder, only_placeholders
 from kctl.runtime.connector_config import (
     CONNECTOR_CLASS_CONFIG,
     PREDICATES_CONFIG,
@@ -134,8 +134,10 @@ def validate_config(plugins: Plugins, config: Mapping[str, Any],
     for v in values:
         key = keys.get(v.name)
         shown = _value(v)
-        if v.name in raw and has_placeholder(raw[v.name]):
-            shown["value"] = raw[v.name]
+        written = raw.get(v.name)
+        if has_placeholder(written) and (only_placeholders(written)
+                                         or not isinstance(v.value, Password)):
+            shown["value"] = written  # a password with a literal part stays [hidden]
         shown["errors"] = [_unresolved(e, resolved) for e in shown["errors"]]
         configs.append({"definition": _definition(key) if key else {"name": v.name},
                         "value": shown})

@@ -250,6 +250,11 @@ def test_validate_resolves_placeholders_and_answers_with_them(api, tmp_path, sec
     assert r["error_count"] == 1 and errors["tasks.max"], r
     assert "x9zq-nan" not in json.dumps(r)  # the error names the placeholder, not the value
     assert f"${{file:{props}:bad.tasks}}" in errors["tasks.max"][0]
+    # a password with a literal part is a secret, placeholder or not
+    partial = {**good, "connection.password": "pre-${env:KCTL_TEST_DB_PASSWORD}"}
+    r = api.put(f"/connector-plugins/{PASSWORD}/config/validate", json=partial).json()
+    values = {c["value"]["name"]: c["value"] for c in r["configs"]}
+    assert values["connection.password"]["value"] == "[hidden]"
 
 
 def test_any_connector_and_any_setting_takes_placeholders(api, tmp_path, monkeypatch):

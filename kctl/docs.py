@@ -148,7 +148,10 @@ def _worker_section(heading: str) -> list[str]:
         "Keys of the worker config file (`kctl worker start worker.yaml`; YAML, JSON or "
         "`.properties`), from `WORKER_CONFIG` in `kctl/runtime/worker_config.py`. Keys "
         f"starting with {_pass_through_prefixes()} pass through to the component that owns "
-        "them; any other unknown key stops the worker.\n",
+        "them; any other unknown key stops the worker. Any worker or connector value may "
+        "hold placeholders `${provider:path:key}` resolved by the providers "
+        "`config.providers` names (README, *Secrets*): a connector's when the worker starts "
+        "it and its tasks, the worker's own at startup.\n",
         _table(_worker_config()),
     ]
 

@@ -16,6 +16,7 @@ from kctl.exit_status import ExitStatus
 from kctl.rest.app import create_app
 from kctl.rest.server import RestServer
 from kctl.runtime.plugins import Plugins
+from kctl.runtime.secrets import install_log_redaction
 from kctl.runtime.spark import SparkEngine
 from kctl.runtime.standalone import StandaloneHerder, build_stores, build_transport
 from kctl.runtime.validation import raise_if_invalid, validate_config
@@ -172,7 +173,7 @@ def build_worker(config: Any, plugins: Plugins | None = None) -> StandaloneWorke
     return StandaloneWorker(config, plugins)
 
 
-def _load_connectors(files: list[str], plugins: Plugins
+def _load_connectors(files: list[str], plugins: Plugins, transformer: Any = None
                      ) -> tuple[list[tuple[str, dict[str, str]]], list[str]]:
     """Read and validate every connector file, so a bad one stops the worker before it starts
     (connect-standalone exits on a connector it cannot create, too). Every problem of every
@@ -186,7 +187,7 @@ def _load_connectors(files: list[str], plugins: Plugins
         except KctlError as e:
             problems.append(str(e) if f in str(e) else f"{f}: {e}")
             continue
-        result = validate_config(plugins, config)
+        result = validate_config(plugins, config, transformer=transformer)
         warnings += [f"{f}: connector {name}: {w}" for w in unknown_keys(config, known_keys(result))]
         try:
             raise_if_invalid(result)
@@ -259,13 +260,15 @@ def _serve(config_path: str | None, connector_files: list[str], console: Any, er
         return error(e)
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    install_log_redaction()  # before the first line that could carry a resolved secret
     try:
         if connector_files and config.distributed:
             raise ConfigError(
                 "connector files are for standalone workers; a distributed worker (group.id "
                 "is set) takes connectors through its REST API: kctl connector apply FILE")
         plugins = Plugins(config.get_list("plugin.path"))
-        connectors, warnings = _load_connectors(connector_files, plugins)
+        connectors, warnings = _load_connectors(connector_files, plugins,
+                                                config.config_transformer)
         for warning in warnings:
             warn(warning)
         worker = build_worker(config, plugins)

@@ -34,6 +34,7 @@ from kctl.errors import (
 from kctl.runtime.herder import Herder
 from kctl.runtime.loggers import LEVELS, Loggers
 from kctl.runtime.metrics import worker_registry
+from kctl.runtime.secrets import REDACTOR
 from kctl.states import TargetState
 
 STATUS_BY_ERROR: list[tuple[type[KctlError], int]] = [
@@ -229,11 +230,14 @@ def create_app(herder: Herder, loggers: Loggers | None = None,
 
     @app.exception_handler(KctlError)
     async def kctl_error(request: Request, exc: KctlError) -> JSONResponse:
+        message = REDACTOR.redact(str(exc))  # an error message never carries a password
         for cls, code in STATUS_BY_ERROR:
             if isinstance(exc, cls):
-                extra = {"errors": exc.errors} if isinstance(exc, ValidationError) else {}
-                return error_response(code, str(exc), **extra)
-        return error_response(500, str(exc))
+                extra = {"errors": {k: [REDACTOR.redact(m) for m in ms]
+                                    for k, ms in exc.errors.items()}} \
+                    if isinstance(exc, ValidationError) else {}
+                return error_response(code, message, **extra)
+        return error_response(500, message)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

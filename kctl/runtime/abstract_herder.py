@@ -28,6 +28,7 @@ from kctl.runtime.connector_config import (
 )
 from kctl.runtime.herder import Herder
 from kctl.runtime.plugins import Plugins
+from kctl.runtime.secrets import REDACTOR, mask, register_secrets, restore_hidden
 from kctl.runtime.validation import plugin_config_keys, raise_if_invalid, validate_config
 from kctl.runtime.worker import ConnectorListener, Worker
 from kctl.states import (
@@ -65,15 +66,19 @@ class AbstractHerder(Herder, ConnectorListener):
         return self.worker
 
     # -- status listener (task and connector threads) ---------------------------------------
+    # Traces are redacted here, the one door to the status store: a connector or a library
+    # may put a password in an exception message, and statuses are shown by REST and CLI.
     def on_connector_state(self, name: str, state: State, trace: str | None = None) -> None:
         if self._stopped and state is not State.FAILED:
             return
-        self.statuses.put_connector_state(name, state, self.worker_id, trace)
+        self.statuses.put_connector_state(name, state, self.worker_id,
+                                          REDACTOR.redact(trace) if trace else trace)
 
     def on_task_state(self, task: TaskId, state: State, trace: str | None = None) -> None:
         if self._stopped and state not in (State.FAILED,):
             return
-        self.statuses.put_task_state(task.connector, task.task, state, self.worker_id, trace)
+        self.statuses.put_task_state(task.connector, task.task, state, self.worker_id,
+                                     REDACTOR.redact(trace) if trace else trace)
 
     def on_topic_used(self, connector: str, topic: str) -> None:
         self.statuses.put_topic(connector, topic)
@@ -116,13 +121,38 @@ class AbstractHerder(Herder, ConnectorListener):
     def connectors(self) -> list[str]:
         return sorted(self.configs.connector_names())
 
+    # -- secrets ---------------------------------------------------------------------------
+    # The public reads below are what REST answers, so they mask: a secret key (PASSWORD in
+    # the connector's ConfigDef) given literally reads `[hidden]`, a placeholder reads as
+    # written. Kafka Connect returns the stored config unmasked; kctl's issue asks for no
+    # password in any REST answer, and `restore_hidden` keeps a GET-edit-PUT round trip
+    # from overwriting the password with the mask. Internal code reads `self.configs`.
+    def _definition(self, config: Mapping[str, str]) -> Any:
+        """The connector's ConfigDef (None when its plugin cannot be loaded: then keys
+        named like secrets are masked)."""
+        try:
+            return self.registry.new_connector(config.get(CONNECTOR_CLASS_CONFIG, "")).config()
+        except Exception:
+            return None
+
+    def _masked(self, config: Mapping[str, str], definition: Any = None) -> dict[str, str]:
+        return mask(config, definition if definition is not None else self._definition(config))
+
+    def _unmasked(self, name: str, config: Mapping[str, Any]) -> dict[str, Any]:
+        """An incoming config with `[hidden]` secret values replaced by the stored ones."""
+        return restore_hidden(config, self.configs.connector_config(name),
+                              self._definition(cc.as_strings(config)))
+
+    def _transformer(self) -> Any:
+        return self.worker.config_transformer if self.worker is not None else None
+
     def connector_info(self, name: str) -> ConnectorInfo:
         config = self._require(name)
         n = len(self.configs.task_configs(name))
-        return ConnectorInfo(name, dict(config), tuple(range(n)), self._type(config))
+        return ConnectorInfo(name, self._masked(config), tuple(range(n)), self._type(config))
 
     def connector_config(self, name: str) -> dict[str, str]:
-        return dict(self._require(name))
+        return self._masked(self._require(name))
 
     def _validated(self, name: str, config: Mapping[str, Any]) -> dict[str, str]:
         config = cc.as_strings(config)
@@ -131,7 +161,9 @@ class AbstractHerder(Herder, ConnectorListener):
                 f"Connector name configuration ({config['name']}) doesn't match connector name "
                 f"in the URL ({name})", {"name": ["does not match the connector name"]})
         config["name"] = name
-        raise_if_invalid(validate_config(self.registry, config))
+        raise_if_invalid(validate_config(self.registry, config, transformer=self._transformer()))
+        # a literal password is known to the log redactor from the moment it arrives
+        register_secrets(config, self._definition(config))
         return config
 
     def connector_status(self, name: str) -> ConnectorStatus:
@@ -147,8 +179,8 @@ class AbstractHerder(Herder, ConnectorListener):
         return ConnectorStatus(name, state, worker, self._type(config), tuple(tasks), trace)
 
     def task_configs(self, name: str) -> list[dict[str, str]]:
-        self._require(name)
-        return [dict(c) for c in self.configs.task_configs(name)]
+        definition = self._definition(self._require(name))
+        return [self._masked(c, definition) for c in self.configs.task_configs(name)]
 
     def task_status(self, name: str, task: int) -> TaskStatus:
         status = self.connector_status(name)
@@ -317,7 +349,7 @@ class AbstractHerder(Herder, ConnectorListener):
             raise ConfigError(f"Included connector type {included} does not match request "
                               f"type {plugin}", key=CONNECTOR_CLASS_CONFIG)
         cfg.setdefault(CONNECTOR_CLASS_CONFIG, plugin)
-        return validate_config(self.registry, cfg)
+        return validate_config(self.registry, cfg, transformer=self._transformer())
 
     def _same_connector(self, included: str, plugin: str) -> bool:
         """Both names resolve to one plugin, or (unresolvable) Kafka's rule: the included

@@ -552,7 +552,7 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
 
     def put_connector_config(self, name: str, config: Mapping[str, Any]
                              ) -> tuple[bool, ConnectorInfo]:
-        validated = self._validated(name, config)
+        validated = self._validated(name, self._unmasked(name, config))
 
         def write() -> tuple[bool, ConnectorInfo]:
             self._require_leader()

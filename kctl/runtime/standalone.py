@@ -117,7 +117,7 @@ class StandaloneHerder(AbstractHerder):
             existing = self.configs.connector_config(name)
             if existing is None:
                 return True, self.create_connector(name, config)
-            new = self._validated(name, config)
+            new = self._validated(name, self._unmasked(name, config))
             if new == existing:
                 return False, self.connector_info(name)
             self._stop_connector_and_tasks(name)

@@ -9,12 +9,14 @@ from kctl.api.config import ConfigDef, ConfigKey, ConfigValue, Password
 from kctl.api.connector import Connector, SinkConnector
 from kctl.errors import PluginError, ValidationError
 from kctl.runtime import connector_config as cc
+from kctl.runtime.config_providers import ConfigTransformer, has_placeholder, only_placeholders
 from kctl.runtime.connector_config import (
     CONNECTOR_CLASS_CONFIG,
     PREDICATES_CONFIG,
     TRANSFORMS_CONFIG,
 )
 from kctl.runtime.plugins import Plugins
+from kctl.runtime.secrets import MIN_SECRET_LENGTH
 
 
 def _definition(key: ConfigKey) -> dict[str, Any]:
@@ -48,6 +50,14 @@ def _value(cv: ConfigValue) -> dict[str, Any]:
             "errors": list(cv.errors), "visible": cv.visible}
 
 
+def _unresolved(message: str, resolved: Mapping[str, tuple[str, str]]) -> str:
+    """An error message with resolved values put back as their placeholders."""
+    for value, placeholder in sorted(resolved.values(), key=lambda p: -len(p[0])):
+        if len(value) >= MIN_SECRET_LENGTH:
+            message = message.replace(value, placeholder)
+    return message
+
+
 def plugin_config_keys(plugin: Any) -> list[dict[str, Any]]:
     """ConfigKeyInfos of any plugin with a `config()` ConfigDef (connector, transform,
     predicate, converter); a plugin without one has no keys to show."""
@@ -57,10 +67,19 @@ def plugin_config_keys(plugin: Any) -> list[dict[str, Any]]:
 
 
 def validate_config(plugins: Plugins, config: Mapping[str, Any],
-                    plugin_name: str | None = None) -> dict[str, Any]:
-    """Validate common keys, the plugin's keys and transforms; never raises for bad values."""
+                    plugin_name: str | None = None, *,
+                    transformer: ConfigTransformer | None = None) -> dict[str, Any]:
+    """Validate common keys, the plugin's keys and transforms; never raises for bad values.
+
+    With the worker's `transformer`, placeholders are resolved first (as Kafka validates),
+    so a `${file:...}` port is checked as a number and the plugin's validate() can use the
+    password; a placeholder that cannot be resolved here stays as it is (it may resolve on
+    the worker that runs the task). The answer shows what was sent: placeholders as
+    written, literal passwords as `[hidden]`, and no resolved value in an error message.
+    """
     cls_name = plugin_name or str(config.get(CONNECTOR_CLASS_CONFIG) or "")
-    config = cc.as_strings(config)
+    raw = cc.as_strings(config)
+    config = transformer.transform(raw, strict=False).data if transformer is not None else raw
     connector: Connector | None = None
     plugin_error: str | None = None
     try:
@@ -109,11 +128,19 @@ def validate_config(plugins: Plugins, config: Mapping[str, Any],
             values.append(cv)
             by_name[k] = cv
     keys = definition.keys
+    resolved = {k: (config[k], raw[k]) for k in raw
+                if has_placeholder(raw[k]) and config.get(k, raw[k]) != raw[k]}
     configs = []
     for v in values:
         key = keys.get(v.name)
+        shown = _value(v)
+        written = raw.get(v.name)
+        if has_placeholder(written) and (only_placeholders(written)
+                                         or not isinstance(v.value, Password)):
+            shown["value"] = written  # a password with a literal part stays [hidden]
+        shown["errors"] = [_unresolved(e, resolved) for e in shown["errors"]]
         configs.append({"definition": _definition(key) if key else {"name": v.name},
-                        "value": _value(v)})
+                        "value": shown})
     return {
         "name": connector.__class__.__module__ + "." + connector.__class__.__qualname__
         if connector else cls_name,

@@ -17,6 +17,11 @@ from kctl.api.connector import Connector, SinkConnector, SinkTask, SourceTask
 from kctl.api.converter import Converter
 from kctl.errors import ConfigError, ConnectError
 from kctl.runtime import connector_config as cc
+from kctl.runtime.config_providers import (
+    ConfigResolutionError,
+    ConfigTransformer,
+    providers_from_config,
+)
 from kctl.runtime.connector_config import (
     CONNECTOR_CLASS_CONFIG,
     DLQ_TOPIC_NAME_CONFIG,
@@ -33,6 +38,7 @@ from kctl.runtime.error_handling import (
     operator_from_config,
 )
 from kctl.runtime.plugins import Plugins
+from kctl.runtime.secrets import install_log_redaction, register_secrets, secret_keys
 from kctl.runtime.tasks import StatusListener, WorkerSinkTask, WorkerSourceTask, WorkerTask
 from kctl.runtime.worker_config import EXACTLY_ONCE_SOURCE_SUPPORT_CONFIG, WorkerConfig
 from kctl.states import State, TargetState, TaskId
@@ -160,10 +166,16 @@ class SourceReplayer:
 
 
 class WorkerConnector:
-    def __init__(self, name: str, connector: Connector, config: dict[str, str]):
+    """A connector on this worker: `config` as stored (placeholders), `resolved` as the
+    connector was started with (secrets), which task configs are reverse-transformed
+    against."""
+
+    def __init__(self, name: str, connector: Connector, config: dict[str, str],
+                 resolved: dict[str, str] | None = None):
         self.name = name
         self.connector = connector
         self.config = config
+        self.resolved = dict(config) if resolved is None else resolved
         self.started = False
 
     @property
@@ -198,6 +210,30 @@ class Worker:
                          for kind in ("connector", "task")}
         self._lock = threading.RLock()
         self._admin = transport.admin()
+        transformer = getattr(config, "config_transformer", None)
+        self.config_transformer: ConfigTransformer = transformer if transformer is not None \
+            else ConfigTransformer(providers_from_config(getattr(config, "originals", {})))
+        install_log_redaction()
+
+    # -- config providers --------------------------------------------------------------------
+    def resolve(self, config: Mapping[str, str], definition: Any, what: str) -> dict[str, str]:
+        """The config with its placeholders replaced, its secret values (literal or
+        resolved) known to the log redactor before anything can log them.
+        ConfigResolutionError names the placeholder when one cannot be resolved."""
+        resolved = self.config_transformer.transform(config, what=what).data
+        register_secrets(resolved, definition)
+        return resolved
+
+    def _fail_connector(self, name: str, e: BaseException) -> None:
+        """A connector that cannot start: FAILED with the trace, or with one line when its
+        config could not be resolved (the traceback says nothing more)."""
+        self.startups["connector"]["failure"] += 1
+        if isinstance(e, ConfigResolutionError):
+            log.error("Connector %s failed to start: %s", name, e)
+            self.status.on_connector_state(name, State.FAILED, str(e))
+            return
+        log.error("Connector %s failed to start: %s", name, e, exc_info=e)
+        self.status.on_connector_state(name, State.FAILED, "".join(traceback.format_exception(e)))
 
     # -- offsets ---------------------------------------------------------------------------
     def offset_reader(self, connector: str) -> Any:
@@ -224,13 +260,12 @@ class Worker:
                 connector.initialize(_ConnectorContext(self, name, on_reconfigure))
                 self.connectors[name] = wc
                 if target is not TargetState.STOPPED:
-                    connector.start(config)
+                    wc.resolved = self.resolve(config, connector.config(),
+                                               f"connector {name}")
+                    connector.start(wc.resolved)
                     wc.started = True
             except Exception as e:
-                log.error("Connector %s failed to start: %s", name, e, exc_info=e)
-                self.startups["connector"]["failure"] += 1
-                self.status.on_connector_state(name, State.FAILED,
-                                               "".join(traceback.format_exception(e)))
+                self._fail_connector(name, e)
                 return False
             state = {TargetState.STARTED: State.RUNNING, TargetState.PAUSED: State.PAUSED,
                      TargetState.STOPPED: State.STOPPED}[target]
@@ -249,9 +284,13 @@ class Worker:
             raise ConnectError(
                 f"Connector {name} produced {len(configs)} task configs, more than tasks.max={max_tasks}")
         task_class = wc.connector.task_class()
+        secrets = secret_keys(wc.config, wc.connector.config())
         result = []
         for tc in configs:
-            merged = {**cc.as_strings(tc), "task.class": f"{task_class.__module__}.{task_class.__qualname__}"}
+            # placeholders back in, so stored and shown task configs never hold a secret
+            generated = self.config_transformer.reverse(wc.config, wc.resolved, secrets,
+                                                        cc.as_strings(tc))
+            merged = {**generated, "task.class": f"{task_class.__module__}.{task_class.__qualname__}"}
             if wc.is_sink:
                 for k in (TOPICS_CONFIG, TOPICS_REGEX_CONFIG):
                     if k in wc.config:
@@ -283,12 +322,14 @@ class Worker:
             self.status.on_connector_state(name, State.STOPPED)
             return
         if not wc.started:
-            try:
-                wc.connector.start(wc.config)
+            try:  # resolved again: a rotated secret is picked up on resume
+                wc.resolved = self.resolve(wc.config, wc.connector.config(), f"connector {name}")
+                wc.connector.start(wc.resolved)
                 wc.started = True
             except Exception as e:
-                self.status.on_connector_state(name, State.FAILED,
-                                               "".join(traceback.format_exception(e)))
+                trace = str(e) if isinstance(e, ConfigResolutionError) else \
+                    "".join(traceback.format_exception(e))
+                self.status.on_connector_state(name, State.FAILED, trace)
                 return
         self.status.on_connector_state(
             name, State.PAUSED if target is TargetState.PAUSED else State.RUNNING)
@@ -377,10 +418,14 @@ class Worker:
             try:
                 wt = self._build_task(task_id, connector_config, task_config, target)
             except Exception as e:
-                log.error("Task %s failed to build: %s", task_id, e, exc_info=e)
                 self.startups["task"]["failure"] += 1
-                self.status.on_task_state(task_id, State.FAILED,
-                                          "".join(traceback.format_exception(e)))
+                if isinstance(e, ConfigResolutionError):  # one line says it all
+                    log.error("Task %s failed to build: %s", task_id, e)
+                    self.status.on_task_state(task_id, State.FAILED, str(e))
+                else:
+                    log.error("Task %s failed to build: %s", task_id, e, exc_info=e)
+                    self.status.on_task_state(task_id, State.FAILED,
+                                              "".join(traceback.format_exception(e)))
                 return False
             self.tasks[task_id] = wt
             wt.start()
@@ -395,6 +440,12 @@ class Worker:
         task_cls = connector.task_class()
         if task_class_name and task_class_name != f"{task_cls.__module__}.{task_cls.__qualname__}":
             raise ConfigError(f"Task class {task_class_name} does not match the connector's")
+        # the task, its converters, transforms and clients get resolved values; the herder
+        # and the stores keep the placeholders
+        definition = connector.config()
+        connector_config = self.resolve(connector_config, definition,
+                                        f"connector {task_id.connector}")
+        task_config = self.resolve(task_config, definition, f"task {task_id}")
         is_sink = issubclass(task_cls, SinkTask)
         parsed = cc.connector_def(is_sink).parse(connector_config)
         key_conv = self._converter(connector_config, KEY_CONVERTER_CLASS_CONFIG)
@@ -491,8 +542,11 @@ class Worker:
 
     def source_replayer(self, connector_config: Mapping[str, str]) -> SourceReplayer:
         """Decode a source DLQ record and send it through the connector's current transforms;
-        the replay's producer takes the connector's producer settings."""
-        return SourceReplayer(self, connector_config)
+        the replay's producer takes the connector's producer settings (resolved, as a task's)."""
+        plugin = self.plugins.connector_plugin(connector_config.get(CONNECTOR_CLASS_CONFIG, ""))
+        name = connector_config.get("name", "")
+        return SourceReplayer(self, self.resolve(connector_config, plugin.cls().config(),
+                                                 f"connector {name}"))
 
     def _stored_offsets(self, connector: str) -> list[tuple[dict, dict | None]]:
         from kctl.storage.offsets import list_connector_offsets

@@ -28,7 +28,7 @@ DEFAULT_STATE_DIR = os.environ.get("KCTL_STATE_DIR", str(Path.home() / ".kctl" /
 # Keys under these prefixes pass through to the component that owns them.
 PASS_THROUGH_PREFIXES = (
     "spark.", "producer.", "consumer.", "admin.",
-    "key.converter.", "value.converter.", "header.converter.",
+    "key.converter.", "value.converter.", "header.converter.", "config.providers.",
 )
 
 WORKER_CONFIG = (
@@ -130,6 +130,12 @@ WORKER_CONFIG = (
     .define("rest.advertised.listener", ConfigType.STRING, None,
             ValidString.in_("http"), Importance.LOW,
             "Scheme other workers use to reach this one (http).", group="REST")
+    .define("config.providers", ConfigType.LIST, [], None, Importance.LOW,
+            "Names of the config providers whose placeholders (${name:path:key}) connector "
+            "and worker configs may use, e.g. file,env,dir; each needs "
+            "config.providers.<name>.class (file, env, dir, Kafka's class names or a dotted "
+            "Python path) and takes config.providers.<name>.param.* (allowed.paths for file "
+            "and dir, allowlist.pattern for env).", group="Config providers")
     .define("inter.worker.key.ttl.ms", ConfigType.INT, 3600000, Range.at_least(1),
             Importance.LOW, "How long a session key signs internal requests before the "
             "leader rotates it (connect.protocol=sessioned).", group="Distributed")
@@ -233,10 +239,16 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
 
 
 class WorkerConfig(AbstractConfig):
+    """The worker's settings. Values may use the worker's own config providers (as Kafka
+    resolves worker configs in AbstractConfig): they are resolved here, before anything
+    reads them, and a placeholder that cannot be resolved is a problem of its key like any
+    other invalid value. `config_transformer` resolves connector configs later."""
+
     def __init__(self, props: Mapping[str, Any], source: str = "<worker config>"):
         self.source = source
         known = set(WORKER_CONFIG.names())
         problems: dict[str, list[str]] = {}
+        props, self.config_transformer = _resolve_providers(props, problems)
         for key in props:
             if key not in known and not key.startswith(PASS_THROUGH_PREFIXES):
                 close = difflib.get_close_matches(key, sorted(known), n=1)
@@ -245,8 +257,10 @@ class WorkerConfig(AbstractConfig):
                     f"unknown worker config key {key!r}{hint}; expected one of the keys in "
                     f"docs/configuration.md or a {', '.join(PASS_THROUGH_PREFIXES)} "
                     "pass-through key"]
+        unresolved = set(problems)  # already reported: not again as an invalid value
         known_props = {k: v for k, v in props.items() if k in known}
-        checked = WORKER_CONFIG.validate(known_props)
+        checked = WORKER_CONFIG.validate({k: v for k, v in known_props.items()
+                                          if k not in unresolved})
         problems.update({cv.name: list(cv.errors) for cv in checked if cv.errors})
         values = {cv.name: cv.value for cv in checked if not cv.errors}
         for key, message in _check_values(values, props):
@@ -311,6 +325,38 @@ class WorkerConfig(AbstractConfig):
 
 
 _LOCAL_MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?")
+
+
+def _resolve_providers(props: Mapping[str, Any], problems: dict[str, list[str]]
+                       ) -> tuple[dict[str, Any], Any]:
+    """The worker's providers and its props with their placeholders resolved; what cannot be
+    resolved is added to `problems` (the message names the placeholder, not a value)."""
+    from kctl.runtime.config_providers import (
+        PROVIDER_PREFIX,
+        ConfigTransformer,
+        has_placeholder,
+        providers_from_config,
+    )
+    from kctl.runtime.secrets import register_secrets
+
+    try:
+        providers = providers_from_config(props)
+    except ConfigError as e:
+        problems.setdefault(e.key or "config.providers", []).append(str(e))
+        providers = {}
+    transformer = ConfigTransformer(providers)
+    out = dict(props)
+    for key, value in props.items():
+        if key.startswith(PROVIDER_PREFIX) or not has_placeholder(value):
+            continue
+        try:
+            out[key] = transformer.transform({key: value}, what="worker config").data[key]
+        except ConfigError as e:
+            problems.setdefault(key, []).append(str(e))
+    # the worker's secrets (a client's sasl.jaas.config, say), literal or resolved, never
+    # reach the logs
+    register_secrets(out, None)
+    return out, transformer
 
 
 def _check_values(values: Mapping[str, Any], props: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -1,0 +1,167 @@
+"""Passwords kept out of what a worker shows: REST answers, statuses and log lines.
+
+Which keys are secret: the keys a connector's ConfigDef declares as PASSWORD and, for keys
+it does not declare (client pass-through settings such as
+`producer.override.ssl.key.password` or `consumer.override.sasl.jaas.config`, whose types
+live in the Kafka client's ConfigDef), keys named like one (`password`, `secret`,
+`credentials`, `sasl.jaas.config`, ...). A declared key of another type is never secret,
+whatever its name.
+
+Two mechanisms, because a secret can travel two ways:
+
+- masking, by key: a secret key given literally is shown as `[hidden]` in every REST
+  answer (config, info, tasks, validate). A value made only of placeholders
+  (`${file:/etc/db.properties:password}`) is shown, since it names where the secret is,
+  not what it is. A write that sends `[hidden]` back for a secret key keeps the stored
+  value (see `restore_hidden`), so GET-edit-PUT round trips (kcctl's apply) work.
+- redaction, by value: the values of secret keys, once known (literal or resolved at
+  start), are replaced by `[hidden]` in every log record of the process and in every
+  status trace, wherever a connector or a library put them (an exception message, say).
+  Values shorter than MIN_SECRET_LENGTH are not redacted: replacing every `abc` in every
+  log line would make the logs useless and such a value hides nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import traceback
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kctl.api.config import ConfigDef, ConfigType, Password
+from kctl.runtime.config_providers import has_placeholder, only_placeholders
+
+HIDDEN = Password.HIDDEN
+MIN_SECRET_LENGTH = 4
+_SECRET_WORDS = ("password", "secret", "credentials")
+_SECRET_SUFFIXES = ("sasl.jaas.config", "basic.auth.user.info", "ssl.keystore.key",
+                    "ssl.keystore.certificate.chain", "ssl.truststore.certificates")
+
+
+def looks_secret(key: str) -> bool:
+    """A key nothing declares, named like Kafka's PASSWORD-typed client settings."""
+    k = key.lower()
+    return any(w in k for w in _SECRET_WORDS) or k.endswith(_SECRET_SUFFIXES)
+
+
+def secret_keys(config: Iterable[str], definition: ConfigDef | None) -> set[str]:
+    """The keys of `config` whose values are secrets (see the module docstring)."""
+    declared = definition.keys if definition is not None else {}
+    out = set()
+    for key in config:
+        spec = declared.get(key)
+        if (spec.type is ConfigType.PASSWORD) if spec is not None else looks_secret(key):
+            out.add(key)
+    return out
+
+
+def mask(config: Mapping[str, str], definition: ConfigDef | None) -> dict[str, str]:
+    """The config as REST shows it: secret keys given literally become `[hidden]`."""
+    hidden = secret_keys(config, definition)
+    return {k: (HIDDEN if k in hidden and v is not None and not only_placeholders(v) else v)
+            for k, v in config.items()}
+
+
+def restore_hidden(incoming: Mapping[str, Any], stored: Mapping[str, str] | None,
+                   definition: ConfigDef | None) -> dict[str, Any]:
+    """A write that sends `[hidden]` for a secret key means "unchanged": the stored value
+    is kept rather than replaced by the mask (what a client that read the masked config
+    sends back). `[hidden]` for a key with no stored value stays as it is (validation or
+    the connector then see it literally)."""
+    out = dict(incoming)
+    if not stored:
+        return out
+    for key in secret_keys(incoming, definition):
+        if out[key] == HIDDEN and key in stored:
+            out[key] = stored[key]
+    return out
+
+
+class Redactor:
+    """The secret values this process knows; `redact` replaces them in any text."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
+
+    def add(self, values: Iterable[Any]) -> None:
+        """Remember these values (and the escaped forms a repr or JSON text gives them)."""
+        new: set[str] = set()
+        for v in values:
+            text = v.value() if isinstance(v, Password) else v
+            if not isinstance(text, str) or len(text) < MIN_SECRET_LENGTH:
+                continue
+            new |= {text, repr(text)[1:-1], json.dumps(text)[1:-1]}
+        with self._lock:
+            if new <= self._values:
+                return
+            self._values |= new
+            ordered = sorted(self._values, key=len, reverse=True)  # longest first
+            self._pattern = re.compile("|".join(map(re.escape, ordered)))
+
+    def redact(self, text: str) -> str:
+        pattern = self._pattern
+        if pattern is None or not text:
+            return text
+        return pattern.sub(HIDDEN, text)
+
+    def __bool__(self) -> bool:
+        return self._pattern is not None
+
+
+REDACTOR = Redactor()
+"""Process-wide, as logging is: every worker of the process adds its connectors' secrets."""
+
+
+def register_secrets(config: Mapping[str, Any], definition: ConfigDef | None) -> None:
+    """Add the values of the config's secret keys to the process's redactor; a value with
+    placeholders is a reference, not a secret (its resolved value is added at start)."""
+    REDACTOR.add(config[k] for k in secret_keys(config, definition)
+                 if not has_placeholder(config[k]))
+
+
+def _redact_record(record: logging.LogRecord) -> None:
+    try:
+        message = record.getMessage()
+    except Exception:  # a malformed call: logging reports it itself when formatting
+        return
+    redacted = REDACTOR.redact(message)
+    if redacted != message:
+        record.msg, record.args = redacted, None
+    if record.exc_info and record.exc_info[0] is not None:
+        text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+        clean = REDACTOR.redact(text)
+        if clean != text:
+            # formatters print exc_text when set; dropping exc_info keeps a handler that
+            # renders the exception itself from printing the secret
+            record.exc_info, record.exc_text = None, clean
+    if record.stack_info:
+        record.stack_info = REDACTOR.redact(record.stack_info)
+
+
+_install_lock = threading.Lock()
+_installed = False
+
+
+def install_log_redaction() -> None:
+    """Redact known secrets from every log record the process creates, whichever handler
+    writes it (the worker's stderr, a file, a test's capture): a LogRecord factory sees
+    every record, where a handler filter would miss handlers added later."""
+    global _installed
+    with _install_lock:
+        if _installed:
+            return
+        base = logging.getLogRecordFactory()
+
+        def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = base(*args, **kwargs)
+            if REDACTOR:
+                _redact_record(record)
+            return record
+
+        logging.setLogRecordFactory(factory)
+        _installed = True

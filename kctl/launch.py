@@ -104,6 +104,9 @@ class DistributedWorker:
         self.plugins = plugins or Plugins(config.get_list("plugin.path"))
         for err in self.plugins.load_errors:
             log.warning("plugin: %s", err)
+        log.info("Source tasks of this distributed worker are at-least-once "
+                 "(exactly.once.source.support applies to standalone workers); "
+                 "exactly-once sinks keep their guarantee")
         settings = dict(config.values)
         self.transport = build_transport(config)
         stores: list[Any] = []

@@ -40,7 +40,7 @@ from kctl.runtime.error_handling import (
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.secrets import install_log_redaction, register_secrets, secret_keys
 from kctl.runtime.tasks import StatusListener, WorkerSinkTask, WorkerSourceTask, WorkerTask
-from kctl.runtime.worker_config import EXACTLY_ONCE_SOURCE_SUPPORT_CONFIG, WorkerConfig
+from kctl.runtime.worker_config import WorkerConfig
 from kctl.states import State, TargetState, TaskId
 from kctl.transport.base import Consumer, Producer, TopicSpec, Transport
 
@@ -514,7 +514,7 @@ class Worker:
             commit_timeout_ms=self.config.get_int("offset.flush.timeout.ms"),
             ensure_topic=ensure,
             partition_count=lambda t: self._admin.list_topics().get(t, 1),
-            exactly_once=self.config.get_str(EXACTLY_ONCE_SOURCE_SUPPORT_CONFIG) == "enabled",
+            exactly_once=self.config.exactly_once_source,
             log_reader=lambda: self.transport.consumer(None, {"kctl.passive": "true"}),
             stored_offsets=lambda c=task_id.connector: self._stored_offsets(c),
             **common)

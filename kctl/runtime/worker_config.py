@@ -80,7 +80,10 @@ WORKER_CONFIG = (
     .define(EXACTLY_ONCE_SOURCE_SUPPORT_CONFIG, ConfigType.STRING, "enabled",
             ValidString.in_("enabled", "disabled"), Importance.MEDIUM,
             "enabled: source records carry their source position, and a restarted task resumes "
-            "after what the log really holds, so a crash never duplicates source records.",
+            "after what the log really holds, so a crash never duplicates source records. "
+            "Standalone workers only: a distributed worker cannot fence a stalled (zombie) "
+            "worker's producers yet, so there sources are at-least-once (Kafka Connect's "
+            "default) and setting it to enabled is refused.",
             group="Exactly once")
     .define("connect.protocol", ConfigType.STRING, "sessioned",
             ValidString.in_("eager", "default", "compatible", "sessioned"), Importance.LOW,
@@ -308,6 +311,12 @@ class WorkerConfig(AbstractConfig):
         return self.advertised(port).split("://", 1)[1]
 
     @property
+    def exactly_once_source(self) -> bool:
+        """Standalone workers only (see the setting's doc): never on a distributed one."""
+        return not self.distributed and \
+            self.get_str(EXACTLY_ONCE_SOURCE_SUPPORT_CONFIG) == "enabled"
+
+    @property
     def distributed(self) -> bool:
         """`group.id` with `bootstrap.servers`: a worker of a cluster (Kafka's
         connect-distributed), not a standalone worker."""
@@ -407,6 +416,14 @@ def _check_values(values: Mapping[str, Any], props: Mapping[str, Any]) -> list[t
                 problems.append((key, f"Missing required configuration {key!r} for a "
                                  f"distributed worker (group.id is set), e.g. "
                                  f"connect-{key.split('.')[0]}s"))
+    if values.get("group.id") and values.get(BOOTSTRAP_SERVERS_CONFIG) and \
+            str(props.get(EXACTLY_ONCE_SOURCE_SUPPORT_CONFIG, "")).strip() == "enabled":
+        problems.append((EXACTLY_ONCE_SOURCE_SUPPORT_CONFIG, (
+            "exactly.once.source.support=enabled is not available on a distributed worker: "
+            "kctl cannot yet fence the producers of a worker that stalls past its session "
+            "(Kafka's KIP-618 transactions), so such a zombie could write records its "
+            "successor writes again. Sources in a cluster are at-least-once; remove the "
+            "setting or set it to disabled (exactly-once sinks are not affected)")))
     state_dir = values.get("state.dir")
     if state_dir and Path(os.path.expanduser(str(state_dir))).exists() and \
             not Path(os.path.expanduser(str(state_dir))).is_dir():

@@ -135,3 +135,20 @@ def test_unreadable_files_are_one_line_errors_naming_the_file(tmp_path, content,
     assert "\n" not in str(e.value)  # PyYAML's caret drawing is folded into one line
     with pytest.raises(ConfigError, match=r"cannot read config file .*missing\.yaml"):
         load_config_file(tmp_path / "missing.yaml")
+
+
+DISTRIBUTED = {"bootstrap.servers": "localhost:9092", "group.id": "connect-cluster",
+               "config.storage.topic": "c", "offset.storage.topic": "o",
+               "status.storage.topic": "s"}
+
+
+def test_exactly_once_sources_are_standalone_only_and_never_weakened_silently():
+    assert WorkerConfig({}).exactly_once_source  # standalone: on by default
+    assert not WorkerConfig({"exactly.once.source.support": "disabled"}).exactly_once_source
+    # a cluster cannot fence a zombie's producers yet: at-least-once, as Kafka's default
+    assert not WorkerConfig(DISTRIBUTED).exactly_once_source
+    with pytest.raises(ConfigError) as e:
+        WorkerConfig({**DISTRIBUTED, "exactly.once.source.support": "enabled"})
+    assert "exactly.once.source.support=enabled is not available on a distributed worker" \
+        in str(e.value)
+    assert "zombie" in str(e.value)

@@ -393,6 +393,11 @@ def db_message(e: BaseException) -> str:
     """The database's own words, on one line (psycopg's DETAIL says which key collided;
     for a Spark write, the deepest SQL exception's message)."""
     chain = [m for *_, m in _java_chain(e) if m]
-    text = chain[-1] if chain else (str(e).strip() or type(e).__name__)
+    if chain:
+        text = chain[-1]
+    elif type(e).__module__.startswith("pymysql") and len(e.args) > 1:
+        text = f"({e.args[0]}) {e.args[1]}"  # not the tuple's repr
+    else:
+        text = str(e).strip() or type(e).__name__
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     return " ".join(lines[:3])[:1000]

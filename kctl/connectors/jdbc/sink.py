@@ -262,6 +262,16 @@ class _Rows:
     rejected: dict[int, BaseException] = field(default_factory=dict)
 
 
+@dataclass
+class _Staging:
+    """A staging table this task created: its columns, whether rows may be left in it."""
+
+    name: str
+    layout: tuple[Column, ...]
+    indexed: bool = False
+    dirty: bool = False
+
+
 class _Fenced(Exception):
     """Another writer moved this connector's offsets in the database (a task that has not
     noticed it lost its partitions): this task's batch must not commit."""
@@ -306,7 +316,7 @@ class JdbcSinkTask(SinkTask):
         self._next: dict[TopicPartition, int] = {}  # offsets below are put (or written)
         self._db_offsets: dict[TopicPartition, int] = {}  # exactly_once: what the DB holds
         self._columns: dict[str, dict[str, str] | None] = {}  # table -> normalised -> name
-        self._staging: dict[str, tuple[str, tuple[Column, ...], bool]] = {}
+        self._staging: dict[str, _Staging] = {}
         self._layouts: dict[tuple[Any, ...], list[Column]] = {}
         self._db: Any = None
         self._failures = 0
@@ -354,13 +364,13 @@ class JdbcSinkTask(SinkTask):
 
     def stop(self) -> None:
         self._buffers.clear()
-        for name, *_ in self._staging.values():
+        for st in self._staging.values():
             if self._db is None:
                 break
             try:
-                self._ddl(sql.drop_table(self.dialect, name))
+                self._ddl(sql.drop_table(self.dialect, st.name))
             except Exception as e:  # stopping: a leftover staging table is harmless
-                log.warning("Could not drop staging table %s: %s", name, one_line(e))
+                log.warning("Could not drop staging table %s: %s", st.name, one_line(e))
         self._staging.clear()
         self._close_conn()
 
@@ -867,27 +877,31 @@ class JdbcSinkTask(SinkTask):
         self._columns[table] = self._table_columns(table) or {}
 
     def _ensure_staging(self, table: str, columns: list[Column]) -> str:
-        """The task's staging table for `table`, (re)created for this column layout."""
-        have = self._staging.get(table)
+        """The task's staging table for `table`, (re)created for this column layout and
+        empty: rows an interrupted attempt left there are cleared first."""
+        st = self._staging.get(table)
         layout = tuple(columns)
-        if have is not None and have[1] == layout:
-            return have[0]
-        digest = hashlib.sha1(f"{self.connector}\x00{table}".encode()).hexdigest()[:10]
-        name = f"kctl_stage_{digest}_{self._instance}"
-        self._ddl(sql.drop_table(self.dialect, name),
-                  sql.create_staging(self.dialect, name, columns))
-        self._staging[table] = (name, layout, False)
-        return name
+        if st is None or st.layout != layout:
+            digest = hashlib.sha1(f"{self.connector}\x00{table}".encode()).hexdigest()[:10]
+            name = f"kctl_stage_{digest}_{self._instance}"
+            self._ddl(sql.drop_table(self.dialect, name),
+                      sql.create_staging(self.dialect, name, columns))
+            st = self._staging[table] = _Staging(name, layout)
+        elif st.dirty:
+            self._clear_staging(table)
+        st.dirty = True
+        return st.name
 
     def _clear_staging(self, table: str) -> None:
-        name = self._staging[table][0]
-        self._ddl(sql.clear_table(self.dialect, name))
+        st = self._staging[table]
+        self._ddl(sql.clear_table(self.dialect, st.name))
+        st.dirty = False
 
     def _index_staging(self, table: str) -> None:
-        name, layout, indexed = self._staging[table]
-        if not indexed:
-            self._ddl(sql.staging_index(self.dialect, name))
-            self._staging[table] = (name, layout, True)
+        st = self._staging[table]
+        if not st.indexed:
+            self._ddl(sql.staging_index(self.dialect, st.name))
+            st.indexed = True
 
     # Spark
 
@@ -1061,8 +1075,8 @@ class JdbcSinkTask(SinkTask):
     def _advance_offsets(self, current: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         """After a flush everything put is in the database: records that produced no row
         (dead-lettered, skipped) move the offsets too."""
-        ahead = {tp: om.offset for tp, om in current.items()
-                 if tp in self._next and om.offset > self._db_offsets.get(tp, -1)}
+        ahead = {tp: om.offset for tp, om in current.items()  # not after a rewind
+                 if self._next.get(tp) == om.offset and om.offset > self._db_offsets.get(tp, -1)}
         if not ahead:
             return
         try:

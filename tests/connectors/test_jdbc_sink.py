@@ -372,6 +372,28 @@ def test_rows_the_database_rejects_go_to_the_dlq_and_the_rest_is_written(engine,
     task.stop()
 
 
+def test_a_rejected_last_record_of_a_key_falls_back_to_its_latest_accepted_one(
+        engine, jdbc_db):
+    """An upsert batch writes one record per key; when the database rejects it, the key's
+    earlier records are not lost: the latest one it accepts is written, as record-by-record
+    upserts would have left the row."""
+    constrained_table(jdbc_db)
+    reporter = Reporter()
+    task, _ = start_task(engine, jdbc_db, reporter, **{
+        "auto.create": "false", "insert.mode": "upsert", "pk.mode": "record_key"})
+    task.open([TP])
+    task.put([rec(0, 1, "old", 1)])
+    task.flush({})
+    task.put([rec(1, 1, "a", 2), rec(2, 1, "b", -1), rec(3, 1, "c", -2),  # 1: back to a
+              rec(4, 2, "x", -1), rec(5, 2, "y", -1),  # 2: nothing accepted
+              rec(6, 3, "p", 1), rec(7, 3, "q", 3),  # 3: q wins
+              rec(8, 1, "too long a name", 9)])  # 1's last record, rejected too
+    task.flush({})
+    assert rows(jdbc_db) == [(1, "a", 2), (3, "q", 3)]
+    assert reporter.offsets == [2, 3, 4, 5, 8]
+    task.stop()
+
+
 def test_without_a_dlq_a_rejected_row_fails_the_task_and_its_batch_writes_nothing(
         engine, jdbc_db):
     constrained_table(jdbc_db)

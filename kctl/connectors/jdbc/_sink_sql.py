@@ -26,6 +26,10 @@ PARAM = "\x00?\x00"
 
 STAGING_ROW = "kctl_r"  # the row's index in its batch: bisection selects ranges of it
 STAGING_DELETE = "kctl_d"  # true for a tombstone's key (delete.enabled)
+# true for the last record of its key in the batch (upsert, update): one statement must not
+# touch a row twice, so the batch's statements take these; the others stay staged in case
+# the last one is rejected and the key's previous record must be written instead
+STAGING_WINNER = "kctl_w"
 
 
 def prepare(dialect: Dialect, sql: str) -> str:
@@ -147,7 +151,7 @@ def create_staging(dialect: Dialect, staging: str, columns: Sequence[Column]) ->
     """Staging has no constraints and wide types; PostgreSQL keeps it out of the WAL."""
     q = dialect.quote_identifier
     flag = "INTEGER" if dialect.name == "sqlite" else "BOOLEAN"
-    defs = [f"{STAGING_ROW} BIGINT", f"{STAGING_DELETE} {flag}"] + [
+    defs = [f"{STAGING_ROW} BIGINT", f"{STAGING_DELETE} {flag}", f"{STAGING_WINNER} {flag}"] + [
         f"{c.staging} {column_type(dialect, c.schema, key=c.key, staging=True, field=c.name)}"
         for c in columns]
     unlogged = "UNLOGGED " if dialect.name == "postgresql" else ""
@@ -182,13 +186,16 @@ def table_columns_query(dialect: Dialect, table: str) -> tuple[str, tuple[Any, .
             f"COALESCE({PARAM}, {current}) AND table_name = {PARAM}", (schema, name))
 
 
-def _in_range(alias: str = "") -> str:
+def _in_range(dialect: Dialect, alias: str = "", winners: bool = True) -> str:
+    """Staged rows in a range of STAGING_ROW (bound parameters), the winners only unless
+    a single record is written by itself."""
     p = f"{alias}." if alias else ""
-    return f"{p}{STAGING_ROW} >= {PARAM} AND {p}{STAGING_ROW} <= {PARAM}"
+    text = f"{p}{STAGING_ROW} >= {PARAM} AND {p}{STAGING_ROW} <= {PARAM}"
+    return text + (f" AND {p}{STAGING_WINNER} = {_true(dialect)}" if winners else "")
 
 
 def insert_statement(dialect: Dialect, table: str, staging: str,
-                     columns: Sequence[Column], mode: str) -> str | None:
+                     columns: Sequence[Column], mode: str, winners: bool = True) -> str | None:
     """The INSERT (insert mode), INSERT ... ON CONFLICT / ON DUPLICATE KEY UPDATE (upsert)
     or UPDATE ... FROM staging (update) for staged rows in a range of STAGING_ROW; None
     when there is nothing to do (an update of a table that has only key columns)."""
@@ -206,13 +213,13 @@ def insert_statement(dialect: Dialect, table: str, staging: str,
             on = " AND ".join(f"t.{q(c.name)} = s.{c.staging}" for c in keys)
             sets = ", ".join(f"t.{q(c.name)} = s.{c.staging}" for c in values)
             return (f"UPDATE {target} AS t JOIN {stage} AS s ON {on} SET {sets} "
-                    f"WHERE s.{not_deleted} AND {_in_range('s')}")
+                    f"WHERE s.{not_deleted} AND {_in_range(dialect, 's', winners)}")
         sets = ", ".join(f"{q(c.name)} = s.{c.staging}" for c in values)
         on = " AND ".join(f"{target}.{q(c.name)} = s.{c.staging}" for c in keys)
         return (f"UPDATE {target} SET {sets} FROM {stage} AS s "
-                f"WHERE {on} AND s.{not_deleted} AND {_in_range('s')}")
+                f"WHERE {on} AND s.{not_deleted} AND {_in_range(dialect, 's', winners)}")
     sql = (f"INSERT INTO {target} ({names}) SELECT {staged} FROM {stage} "
-           f"WHERE {not_deleted} AND {_in_range()}")
+           f"WHERE {not_deleted} AND {_in_range(dialect, '', winners)}")
     if mode != "upsert" or not keys:
         return sql
     if dialect.name == "mariadb":
@@ -226,7 +233,7 @@ def insert_statement(dialect: Dialect, table: str, staging: str,
 
 
 def delete_statement(dialect: Dialect, table: str, staging: str,
-                     columns: Sequence[Column]) -> str:
+                     columns: Sequence[Column], winners: bool = True) -> str:
     """Deletes the rows whose keys came as tombstones in a range of STAGING_ROW."""
     q = dialect.quote_identifier
     keys = [c for c in columns if c.key]
@@ -235,7 +242,7 @@ def delete_statement(dialect: Dialect, table: str, staging: str,
     if len(keys) > 1:
         target, staged = f"({target})", staged
     return (f"DELETE FROM {dialect.table(table)} WHERE {target} IN (SELECT {staged} FROM "
-            f"{q(staging)} WHERE {STAGING_DELETE} = {_true(dialect)} AND {_in_range()})")
+            f"{q(staging)} WHERE {STAGING_DELETE} = {_true(dialect)} AND {_in_range(dialect, '', winners)})")
 
 
 def _true(dialect: Dialect) -> str:

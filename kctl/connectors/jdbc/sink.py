@@ -66,7 +66,13 @@ from kctl.connectors.jdbc._common import (
     redact_url,
     spark_url,
 )
-from kctl.connectors.jdbc._sink_sql import STAGING_DELETE, STAGING_ROW, Column, prepare
+from kctl.connectors.jdbc._sink_sql import (
+    STAGING_DELETE,
+    STAGING_ROW,
+    STAGING_WINNER,
+    Column,
+    prepare,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -260,6 +266,18 @@ class _Rows:
     segments: list[list[int]]
     origin: Callable[[int], SinkRecord]
     rejected: dict[int, BaseException] = field(default_factory=dict)
+    keys: list[str] = field(default_factory=list)  # set when some records were superseded
+
+    def earlier(self) -> dict[int, list[int]]:
+        """For the last row of each key, the key's earlier rows, latest first: when the
+        database rejects the last record, the latest one it accepts is written instead."""
+        if not self.keys:
+            return {}
+        by_key: dict[tuple[Any, ...], list[int]] = {}
+        cols = [self.table[k].to_pylist() for k in self.keys]
+        for r, *key in zip(self.table[STAGING_ROW].to_pylist(), *cols, strict=True):
+            by_key.setdefault(tuple(key), []).append(r)
+        return {rs[-1]: rs[-2::-1] for rs in by_key.values() if len(rs) > 1}
 
 
 @dataclass
@@ -270,6 +288,19 @@ class _Staging:
     layout: tuple[Column, ...]
     indexed: bool = False
     dirty: bool = False
+
+
+@dataclass
+class _Plan:
+    """How a staged batch is applied: the statements over ranges of last records, the ones
+    that write any single staged record, the runs of rows, and what was rejected before."""
+
+    statements: list[str]
+    one_row: list[str]
+    segments: list[list[int]]
+    rejected: dict[int, BaseException]
+    origin: Callable[[int], SinkRecord]
+    earlier: Callable[[], dict[int, list[int]]]
 
 
 class _Fenced(Exception):
@@ -599,8 +630,8 @@ class JdbcSinkTask(SinkTask):
         else:
             rows = self._rows(buf)
         if rows is None or not rows.table.num_rows:
-            self._transaction([], [], offsets, rows.rejected if rows else {},
-                              rows.origin if rows else _no_origin)
+            self._transaction(_Plan([], [], [], rows.rejected if rows else {},
+                                    rows.origin if rows else _no_origin, dict), offsets)
             return
         if buf.value_schema is not None:
             self._ensure_table(buf.table, rows.columns)
@@ -662,7 +693,8 @@ class JdbcSinkTask(SinkTask):
 
     def _rows(self, buf: _Buffer) -> _Rows | None:
         """The buffer as columns: rows with a null key are dead-lettered, and upserts and
-        updates keep the last record of each key (one statement must not touch a row twice)."""
+        updates mark the last record of each key, the one their statement writes (a
+        statement must not touch a row twice)."""
         columns = self._layout(buf.value_schema, buf.key_schema)
         arrow_schema = pa.schema([pa.field(c.staging, connect_to_arrow_type(c.schema))
                                   for c in columns])
@@ -698,14 +730,20 @@ class JdbcSinkTask(SinkTask):
                     rejected[r] = DataError(f"The primary key ({names}) of this record has a "
                                             "null field")
                 table = table.filter(pc.invert(null_key))
+        winner = pa.array([True] * table.num_rows, pa.bool_())
+        deduped = False
         if keys and self.mode in (UPSERT, UPDATE) and table.num_rows:
             last = table.group_by(keys, use_threads=False).aggregate([(STAGING_ROW, "max")])
             wanted = last[f"{STAGING_ROW}_max"].combine_chunks()
             if len(wanted) != table.num_rows:
-                table = table.filter(pc.is_in(table[STAGING_ROW], value_set=wanted))
-        rs = table[STAGING_ROW].to_pylist()
-        deletes = table[STAGING_DELETE].to_pylist()
-        return _Rows(columns, table, self._segments(rs, deletes), origin, rejected)
+                winner = pc.is_in(table[STAGING_ROW], value_set=wanted)
+                deduped = True
+        table = table.append_column(STAGING_WINNER, winner)
+        winners = table.filter(winner) if deduped else table
+        rs = winners[STAGING_ROW].to_pylist()
+        deletes = winners[STAGING_DELETE].to_pylist()
+        return _Rows(columns, table, self._segments(rs, deletes), origin, rejected,
+                     keys if deduped else [])
 
     def _segments(self, rs: list[int], deletes: list[bool]) -> list[list[int]]:
         """Runs of rows whose statements may run together: a row after a delete starts a new
@@ -713,7 +751,7 @@ class JdbcSinkTask(SinkTask):
         upserts keep one record per key, so order within the batch does not)."""
         if not rs:
             return []
-        if self.mode == UPSERT or not self.delete_enabled:
+        if self.mode != INSERT or not self.delete_enabled:
             return [rs]
         out: list[list[int]] = [[]]
         prev_delete = False
@@ -969,44 +1007,49 @@ class JdbcSinkTask(SinkTask):
         a row's fault, the transaction restarts and bisects the rows by range under
         savepoints; rows that fail alone are dead-lettered, the rest commit."""
         segments = [[r for r in seg if r not in rejected] for seg in rows.segments]
-        segments = [s for s in segments if s]
-        main = sql.insert_statement(self.dialect, table, staging, rows.columns, self.mode)
-        delete = sql.delete_statement(self.dialect, table, staging, rows.columns) \
-            if self.delete_enabled else None
         has_deletes = self.delete_enabled and pc.any(rows.table[STAGING_DELETE]).as_py()
-        statements = [s for s in (main, delete if has_deletes else None) if s]
-        try:
-            self._transaction(statements, segments, offsets, rejected, rows.origin)
-        except _RowFault:
-            if any(len(s) > BISECT_INDEX_ROWS for s in segments):
-                self._index_staging(table)
-            self._transaction(statements, segments, offsets, rejected, rows.origin,
-                              bisecting=True)
 
-    def _transaction(self, statements: list[str], segments: list[list[int]],
-                     offsets: Mapping[TopicPartition, int], rejected: dict[int, BaseException],
-                     origin: Callable[[int], SinkRecord], *, bisecting: bool = False) -> None:
+        def statements(winners: bool) -> list[str]:
+            main = sql.insert_statement(self.dialect, table, staging, rows.columns, self.mode,
+                                        winners)
+            delete = sql.delete_statement(self.dialect, table, staging, rows.columns,
+                                          winners) if has_deletes else None
+            return [s for s in (main, delete) if s]
+
+        plan = _Plan(statements(True), statements(False), [s for s in segments if s],
+                     rejected, rows.origin, rows.earlier)
+        try:
+            self._transaction(plan, offsets)
+        except _RowFault:
+            if any(len(s) > BISECT_INDEX_ROWS for s in plan.segments):
+                self._index_staging(table)
+            self._transaction(plan, offsets, bisecting=True)
+
+    def _transaction(self, plan: _Plan, offsets: Mapping[TopicPartition, int], *,
+                     bisecting: bool = False) -> None:
         """One transaction: the statements over each run of rows (bisecting: by halves under
         savepoints), the offsets, the rejected rows to the DLQ, commit."""
-        failed = dict(rejected)
+        failed = dict(plan.rejected)
         conn = self._conn()
         try:
             cur = conn.cursor()
             if offsets:
                 self._fence(cur, offsets)
-            for seg in segments:
+            for seg in plan.segments:
                 if bisecting:
-                    self._bisect(cur, statements, seg, failed)
+                    self._bisect(cur, plan.statements, seg, failed)
                 else:
-                    for s in statements:
+                    for s in plan.statements:
                         self._run(cur, s, (seg[0], seg[-1]))
+            if failed:
+                self._fall_back(cur, plan, failed)
             for tp, off in offsets.items():
                 self._run(cur, sql.upsert_offset(self.dialect, self.offsets_table),
                           (self.connector, tp.topic, tp.partition, off))
             for r in sorted(failed):  # before the commit: a crash dead-letters them again
                 self.rows_rejected += 1
                 error = failed[r]
-                self._report(origin(r), error if isinstance(error, DataError)
+                self._report(plan.origin(r), error if isinstance(error, DataError)
                              else RowRejected(_message(error)))
             conn.commit()
         except _RowFault:
@@ -1026,28 +1069,50 @@ class JdbcSinkTask(SinkTask):
         for tp, off in offsets.items():
             self._db_offsets[tp] = off
 
+    def _attempt(self, cur: Any, statements: list[str], lo: int, hi: int) -> BaseException | None:
+        """The statements for rows lo..hi under a savepoint; a row's fault is returned (and
+        rolled back), any other failure raised."""
+        self._run(cur, "SAVEPOINT kctl_sp")
+        try:
+            for s in statements:
+                self._run(cur, s, (lo, hi))
+        except Exception as e:
+            if sql.classify(e) != sql.ROW:
+                raise
+            self._run(cur, "ROLLBACK TO SAVEPOINT kctl_sp")
+            self._run(cur, "RELEASE SAVEPOINT kctl_sp")
+            return e
+        self._run(cur, "RELEASE SAVEPOINT kctl_sp")
+        return None
+
     def _bisect(self, cur: Any, statements: list[str], rs: list[int],
                 failed: dict[int, BaseException]) -> None:
         """Apply rows `rs` (sorted row indexes) under a savepoint; on a row's fault, halve."""
         pending = [rs]
         while pending:
             part = pending.pop()
-            self._run(cur, "SAVEPOINT kctl_sp")
-            try:
-                for s in statements:
-                    self._run(cur, s, (part[0], part[-1]))
-            except Exception as e:
-                if sql.classify(e) != sql.ROW:
-                    raise
-                self._run(cur, "ROLLBACK TO SAVEPOINT kctl_sp")
-                self._run(cur, "RELEASE SAVEPOINT kctl_sp")
-                if len(part) == 1:
-                    failed[part[0]] = e
-                else:
-                    half = len(part) // 2
-                    pending += [part[half:], part[:half]]
+            error = self._attempt(cur, statements, part[0], part[-1])
+            if error is None:
                 continue
-            self._run(cur, "RELEASE SAVEPOINT kctl_sp")
+            if len(part) == 1:
+                failed[part[0]] = error
+            else:
+                half = len(part) // 2
+                pending += [part[half:], part[:half]]
+
+    def _fall_back(self, cur: Any, plan: _Plan, failed: dict[int, BaseException]) -> None:
+        """A key whose last record was rejected gets its latest earlier record the database
+        accepts (those it rejects are dead-lettered too): an upsert batch then ends where
+        record-by-record writes would have."""
+        earlier = plan.earlier()
+        for r in sorted(failed):
+            for candidate in earlier.get(r, ()):
+                if candidate in failed:
+                    continue  # Spark could not stage it
+                error = self._attempt(cur, plan.one_row, candidate, candidate)
+                if error is None:
+                    break
+                failed[candidate] = error
 
     def _fence(self, cur: Any, offsets: Mapping[TopicPartition, int]) -> None:
         """Lock this connector's offsets rows and check they are what this task last saw."""
@@ -1070,7 +1135,7 @@ class JdbcSinkTask(SinkTask):
     def _commit_offsets_only(self, offsets: Mapping[TopicPartition, int]) -> None:
         changed = {tp: o for tp, o in offsets.items() if self._db_offsets.get(tp) != o}
         if changed:
-            self._transaction([], [], changed, {}, _no_origin)
+            self._transaction(_Plan([], [], [], {}, _no_origin, dict), changed)
 
     def _advance_offsets(self, current: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         """After a flush everything put is in the database: records that produced no row

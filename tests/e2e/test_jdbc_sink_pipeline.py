@@ -134,12 +134,14 @@ def test_upserts_deletes_dlq_and_a_bad_password_in_one_worker(tmp_path, postgres
             records.append((key, None))  # tombstone
             expected.pop(id_, None)
             continue
-        qty = -1 if i % 251 == 3 else i % 5
-        records.append((key, envelope(VALUE_SCHEMA, {"id": id_, "name": f"v{i}", "qty": qty})))
-        if qty < 0:
+        if i % 251 == 3:  # a key of its own: no later record of the key supersedes it
+            bad = envelope(VALUE_SCHEMA, {"id": 10_000 + i, "name": f"v{i}", "qty": -1})
+            records.append((envelope(KEY_SCHEMA, {"id": 10_000 + i}), bad))
             rejected.add(i)
-        else:
-            expected[id_] = (f"v{i}", qty)
+            continue
+        records.append((key, envelope(VALUE_SCHEMA, {"id": id_, "name": f"v{i}",
+                                                     "qty": i % 5})))
+        expected[id_] = (f"v{i}", i % 5)
     produce(tmp_path / "state", "orders", records)
     w = new_worker(tmp_path)
     good = connector_file(tmp_path, "upsert", **{

@@ -9,7 +9,10 @@ partition) and lets the database judge each row: when it rejects the batch for a
 fault (a constraint, a value that does not fit), the task bisects the staged rows by
 range inside the transaction, dead-letters the rows that fail alone with the database's
 message, and writes the rest. Connection losses, deadlocks and serialization failures
-are retried with backoff instead.
+are retried with backoff instead. An upsert or update batch writes the last record of each
+key (one statement must not touch a row twice); an earlier record of the key in the same
+batch is superseded unseen by the database, unless the last one is rejected: then the
+latest earlier record the database accepts is written, as record-by-record upserts would.
 
 With `delivery.guarantee=exactly_once` the same transaction upserts the consumer offsets
 the batch covers into an offsets table the sink owns; a task reads them back when it is

@@ -603,18 +603,22 @@ def test_exactly_once_a_crash_before_the_commit_leaves_nothing_behind(engine, jd
 
 def test_exactly_once_fences_a_task_that_lost_its_partition(engine, sqlite_db):
     """Two tasks believe they own partition 0 (the old one has not noticed a rebalance):
-    the one whose view of the offsets is stale cannot commit, and rewinds."""
+    the one whose view of the offsets is stale cannot commit, and stops."""
     name = f"eos-{uuid.uuid4().hex[:6]}"
-    zombie, zctx = eos(engine, sqlite_db, name)
+    zombie, _ = eos(engine, sqlite_db, name)
     zombie.open([TP])
     owner, _ = eos(engine, sqlite_db, name)
     owner.open([TP])
     owner.put([rec(i) for i in range(5)])
     owner.flush({})
     zombie.put([rec(i) for i in range(8)])
-    assert zombie.pre_commit(current(8)) == current(5)
-    assert zctx.rewinds == {TP: 5}
+    with pytest.raises(JdbcSinkError, match=r"Another writer moved the offsets of orders-0 .*"
+                                            r"saw \[None\], the database holds \[5\]"):
+        zombie.pre_commit(current(8))
     assert [r[0] for r in rows(sqlite_db)] == list(range(5))
+    owner.put([rec(i) for i in range(5, 9)])
+    assert owner.pre_commit(current(9)) == current(9)
+    assert [r[0] for r in rows(sqlite_db)] == list(range(9))
     zombie.stop()
     owner.stop()
 

@@ -17,7 +17,9 @@ latest earlier record the database accepts is written, as record-by-record upser
 With `delivery.guarantee=exactly_once` the same transaction upserts the consumer offsets
 the batch covers into an offsets table the sink owns; a task reads them back when it is
 assigned partitions and rewinds the consumer there, so a crash at any point never loses
-or duplicates a row, also for plain inserts into a table without a key.
+or duplicates a row, also for plain inserts into a table without a key. The transaction
+locks the offsets rows it moves and checks they hold what the task last saw: a task that
+has not noticed a rebalance took its partitions away cannot commit over the new owner.
 """
 
 from __future__ import annotations
@@ -306,15 +308,6 @@ class _Plan:
     earlier: Callable[[], dict[int, list[int]]]
 
 
-class _Fenced(Exception):
-    """Another writer moved this connector's offsets in the database (a task that has not
-    noticed it lost its partitions): this task's batch must not commit."""
-
-    def __init__(self, held: dict[TopicPartition, int | None]):
-        super().__init__(f"offsets moved by another writer: {held}")
-        self.held = held
-
-
 class _Transient(Exception):
     """A passing failure (connection, deadlock, serialization): try the batch again."""
 
@@ -451,15 +444,17 @@ class JdbcSinkTask(SinkTask):
             tp = r.topic_partition
             if r.kafka_offset < self._next.get(tp, -1):
                 continue  # redelivered: already buffered or written
-            self._next[tp] = r.kafka_offset + 1
             problem = self._problem(r)
             if problem is not None:
                 self._report(r, problem)
+                self._next[tp] = r.kafka_offset + 1
                 continue
             value_schema = r.value.schema if isinstance(r.value, Struct) else None
             key_schema = self._key_schema(r) if self.pk_mode == PK_RECORD_KEY else None
+            # a write this may start can fail: the record is taken only once it is buffered
             buf = self._buffer(self._table(r.topic), value_schema, key_schema, now)
             buf.add_record(r)
+            self._next[tp] = r.kafka_offset + 1
             if buf.count >= self.batch_size:
                 self._write_buffer(buf.table)
         self._write_due()
@@ -476,15 +471,13 @@ class JdbcSinkTask(SinkTask):
         seen = self._next.get(tp, -1)
         if batch.offsets[0] < seen:
             batch = batch.slice(bisect.bisect_left(batch.offsets, seen))
-        if not len(batch):
-            return
-        self._next[tp] = batch.offsets[-1] + 1
         now = self._clock()
         table = self._table(batch.topic)
         while len(batch):
             buf = self._buffer(table, batch.value_schema, None, now)
             piece = batch.slice(0, self.batch_size - buf.count)
             buf.add_batch(piece)
+            self._next[tp] = piece.offsets[-1] + 1
             if buf.count >= self.batch_size:
                 self._write_buffer(table)
             batch = batch.slice(len(piece))
@@ -605,26 +598,9 @@ class JdbcSinkTask(SinkTask):
             self.context.timeout(self.retry_backoff_ms)
             raise RetriableError(f"Writing to {table} failed (attempt {self._failures}), "
                                  f"will retry: {e}") from None
-        except _Fenced as e:
-            self._rewind_to(e.held, buf)
-            return
         self._failures = 0
         self._buffers.pop(table, None)
         self.batches_written += 1
-
-    def _rewind_to(self, held: dict[TopicPartition, int | None], buf: _Buffer) -> None:
-        log.warning("Offsets of %s in %s were moved by another writer; dropping this task's "
-                    "batch and resuming from the database's offsets",
-                    sorted(map(str, held)), self.offsets_table)
-        self._buffers.pop(buf.table, None)
-        rewind = {}
-        for tp, off in held.items():
-            if off is None:
-                self._db_offsets.pop(tp, None)
-                continue
-            self._db_offsets[tp] = self._next[tp] = rewind[tp] = off
-        if rewind:
-            self.context.offset(rewind)
 
     def _write(self, buf: _Buffer) -> None:
         offsets = {tp: last + 1 for tp, last in buf.last.items()} if self.exactly_once else {}
@@ -1058,7 +1034,7 @@ class JdbcSinkTask(SinkTask):
         except _RowFault:
             self._rollback(conn)
             raise
-        except (_Fenced, JdbcSinkError, ConnectError):
+        except (JdbcSinkError, ConnectError):
             self._rollback(conn)
             raise
         except Exception as e:
@@ -1118,13 +1094,20 @@ class JdbcSinkTask(SinkTask):
                 failed[candidate] = error
 
     def _fence(self, cur: Any, offsets: Mapping[TopicPartition, int]) -> None:
-        """Lock this connector's offsets rows and check they are what this task last saw."""
+        """Lock this connector's offsets rows and check they are what this task last saw:
+        if another task wrote one of its partitions since (this one has not noticed that a
+        rebalance took it away), this task must not commit, and stops."""
         self._run(cur, sql.read_offsets(self.dialect, self.offsets_table, lock=True),
                   (self.connector,))
         held = {TopicPartition(t, int(p)): int(n) for t, p, n in cur.fetchall()}
-        moved = {tp: held.get(tp) for tp in offsets if held.get(tp) != self._db_offsets.get(tp)}
+        moved = {str(tp): (self._db_offsets.get(tp), held.get(tp)) for tp in offsets
+                 if held.get(tp) != self._db_offsets.get(tp)}
         if moved:
-            raise _Fenced(moved)
+            raise JdbcSinkError(
+                f"Another writer moved the offsets of {', '.join(sorted(moved))} in "
+                f"{self.offsets_table} (this task saw {[a for a, _ in moved.values()]}, the "
+                f"database holds {[b for _, b in moved.values()]}): the partitions belong to "
+                "another task now; this one stops without writing its batch")
 
     def _read_offsets(self) -> dict[TopicPartition, int]:
         try:
@@ -1143,8 +1126,8 @@ class JdbcSinkTask(SinkTask):
     def _advance_offsets(self, current: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         """After a flush everything put is in the database: records that produced no row
         (dead-lettered, skipped) move the offsets too."""
-        ahead = {tp: om.offset for tp, om in current.items()  # not after a rewind
-                 if self._next.get(tp) == om.offset and om.offset > self._db_offsets.get(tp, -1)}
+        ahead = {tp: om.offset for tp, om in current.items()
+                 if om.offset >= self._next.get(tp, 0) and om.offset > self._db_offsets.get(tp, -1)}
         if not ahead:
             return
         try:
@@ -1152,8 +1135,6 @@ class JdbcSinkTask(SinkTask):
         except _Transient as e:
             self._close_conn()
             raise RetriableError(str(e)) from None
-        except _Fenced as e:
-            self._rewind_to(e.held, _Buffer("", None, None))
 
 
 def _no_origin(r: int) -> SinkRecord:

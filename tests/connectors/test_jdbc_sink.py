@@ -462,6 +462,14 @@ def test_a_lost_connection_is_retried_with_backoff_and_nothing_is_written_twice(
     task.put(records)
     assert task.pre_commit(current(7)) == current(7)
     assert [r[0] for r in rows(db)] == list(range(7))
+    # columns: the write of the first full piece fails, the batch comes again
+    kill_connections(db)
+    columns = batch(range(7, 14), [{"id": i, "name": "n", "qty": 1} for i in range(7, 14)])
+    with pytest.raises(RetriableError):
+        task.put_batch(columns)
+    task.put_batch(columns)
+    assert task.pre_commit(current(14)) == current(14)
+    assert [r[0] for r in rows(db)] == list(range(14))
     task.stop()
 
 

@@ -10,6 +10,7 @@ import datetime as dt
 import decimal
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -642,3 +643,21 @@ def test_exactly_once_offsets_move_past_records_that_wrote_no_row(engine, postgr
     assert ctx2.rewinds == {TP: 2}
     task.stop()
     task2.stop()
+
+
+@pytest.mark.parametrize("example", ["sink-sqlite.yaml", "sink-postgresql.yaml"])
+def test_the_examples_are_valid_configurations(example):
+    import yaml
+
+    from kctl.runtime.plugins import Plugins
+    from kctl.runtime.validation import validate_config
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "jdbc" / example
+    config = {k: str(v).lower() if isinstance(v, bool) else str(v)
+              for k, v in yaml.safe_load(path.read_text()).items()}
+    result = validate_config(Plugins(), config)
+    assert result["name"] == "kctl.connectors.jdbc.sink.JdbcSinkConnector"
+    assert result["error_count"] == 0, [c["value"] for c in result["configs"]
+                                        if c["value"]["errors"]]
+    broken = {**config, "pk.mode": "none", "delete.enabled": "true"}
+    assert validate_config(Plugins(), broken)["error_count"] > 0

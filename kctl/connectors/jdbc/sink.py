@@ -263,8 +263,9 @@ class _Buffer:
 
 @dataclass
 class _Rows:
-    """A buffer as the Arrow table Spark stages (c0.. in `columns` order, then the row index
-    and the delete flag) and the ranges of row indexes that are written in order."""
+    """A buffer as the Arrow table Spark stages (c0.. in `columns` order, then the row
+    index, the delete flag and the last-of-its-key flag), the runs of row indexes whose
+    statements run in order, and the rows rejected before staging (a null key)."""
 
     columns: list[Column]
     table: pa.Table

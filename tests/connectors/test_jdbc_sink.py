@@ -519,6 +519,47 @@ def test_an_unreachable_database_a_wrong_login_and_a_missing_driver_are_one_line
         start_task(engine, postgres_db)
 
 
+def staging_tables(db: Any) -> list[str]:
+    if db.server.kind == "postgresql":
+        q_ = ("SELECT table_name FROM information_schema.tables WHERE table_schema = "
+              "current_schema() AND table_name LIKE 'kctl%%stage%%' ORDER BY 1")
+    else:
+        q_ = ("SELECT table_name FROM information_schema.tables WHERE table_schema = "
+              "DATABASE() AND table_name LIKE 'kctl%%stage%%' ORDER BY 1")
+    return [r[0] for r in db.query(q_)]
+
+
+@pytest.mark.parametrize("server_db", ["postgres_db", "mariadb_db"])
+def test_staging_tables_of_dead_tasks_are_swept_and_live_ones_kept(engine, request, server_db):
+    db = request.getfixturevalue(server_db)
+    dead, _ = start_task(engine, db)
+    dead.open([TP])
+    dead.put([rec(0)])
+    dead.flush({})
+    other_table, _ = start_task(engine, db, **{"table.name.format": "other"})
+    other_table.open([TP])
+    other_table.put([rec(0)])
+    other_table.flush({})
+    alive, _ = start_task(engine, db)
+    alive.open([TP])
+    alive.put([rec(1)])
+    alive.flush({})
+    assert len(staging_tables(db)) == 3
+    dead._db.close()  # SIGKILL: stop() never runs, the session (and its lock) ends
+    late, _ = start_task(engine, db)
+    late.open([TP])
+    late.put([rec(2)])
+    late.flush({})
+    kept = staging_tables(db)
+    assert len(kept) == 3, "the dead task's staging went, the live ones stayed"
+    assert all(st.name in kept for t in (alive, late, other_table)
+               for st in t._staging.values())
+    for t in (alive, late, other_table):
+        t.stop()
+    assert staging_tables(db) == [], "stop() drops a task's staging tables"
+    assert [r[0] for r in rows(db)] == [0, 1, 2]
+
+
 def test_the_connector_validates_combinations():
     c = JdbcSinkConnector()
     errors = {v.name: v.errors for v in c.validate({

@@ -163,6 +163,24 @@ def staging_index(dialect: Dialect, staging: str) -> str:
     return f"CREATE INDEX {q(staging + '_r')} ON {q(staging)} ({STAGING_ROW})"
 
 
+def claim_lock(dialect: Dialect) -> str | None:
+    """Try to take a session lock by name (true when taken); None: the database has none."""
+    return {"postgresql": f"SELECT pg_try_advisory_lock(hashtextextended({PARAM}, 0))",
+            "mariadb": f"SELECT GET_LOCK({PARAM}, 0)"}.get(dialect.name)
+
+
+def release_lock(dialect: Dialect) -> str:
+    return {"postgresql": f"SELECT pg_advisory_unlock(hashtextextended({PARAM}, 0))",
+            "mariadb": f"SELECT RELEASE_LOCK({PARAM})"}[dialect.name]
+
+
+def staging_tables_query(dialect: Dialect) -> tuple[str, tuple[Any, ...]]:
+    """Names of the staging tables in the current schema (PostgreSQL) or database."""
+    current = "current_schema()" if dialect.name == "postgresql" else "DATABASE()"
+    return (f"SELECT table_name FROM information_schema.tables WHERE table_schema = {current} "
+            f"AND table_name LIKE {PARAM}", ("kctl\\_stage\\_%",))
+
+
 def drop_table(dialect: Dialect, table: str) -> str:
     return f"DROP TABLE IF EXISTS {dialect.quote_identifier(table)}"
 

@@ -317,6 +317,11 @@ class _Transient(Exception):
         self.cause = cause
 
 
+def _staging_prefix(connector: str, table: str) -> str:
+    digest = hashlib.sha1(f"{connector}\x00{table}".encode()).hexdigest()[:10]
+    return f"kctl_stage_{digest}_"
+
+
 def _message(e: BaseException) -> str:
     return redact_url(sql.db_message(e))
 
@@ -392,7 +397,7 @@ class JdbcSinkTask(SinkTask):
 
     def stop(self) -> None:
         self._buffers.clear()
-        for st in self._staging.values():
+        for st in list(self._staging.values()):
             if self._db is None:
                 break
             try:
@@ -809,6 +814,9 @@ class JdbcSinkTask(SinkTask):
                             f"{_message(cause)}") from None
 
     def _close_conn(self) -> None:
+        """Close the connection; its session locks go with it, so another task may sweep
+        this task's staging tables: they are made again on the next write."""
+        self._staging.clear()
         db, self._db = self._db, None
         if db is not None:
             with contextlib.suppress(Exception):
@@ -900,15 +908,40 @@ class JdbcSinkTask(SinkTask):
         st = self._staging.get(table)
         layout = tuple(columns)
         if st is None or st.layout != layout:
-            digest = hashlib.sha1(f"{self.connector}\x00{table}".encode()).hexdigest()[:10]
-            name = f"kctl_stage_{digest}_{self._instance}"
+            prefix = _staging_prefix(self.connector, table)
+            name = prefix + self._instance
+            self._claim(name)  # before it exists: another task's sweep must not take it
             self._ddl(sql.drop_table(self.dialect, name),
                       sql.create_staging(self.dialect, name, columns))
+            if st is None:
+                self._sweep(prefix, name)
             st = self._staging[table] = _Staging(name, layout)
         elif st.dirty:
             self._clear_staging(table)
         st.dirty = True
         return st.name
+
+    def _claim(self, name: str) -> bool:
+        """Take the session lock named after a staging table (PostgreSQL advisory lock,
+        MariaDB GET_LOCK): held while this task's connection lives, so a staging table whose
+        lock is free belongs to a task that is gone. SQLite has no such locks."""
+        q = sql.claim_lock(self.dialect)
+        if q is None:
+            return False
+        return bool(self._query(q, (name,))[0][0])
+
+    def _sweep(self, prefix: str, own: str) -> None:
+        """Drop the staging tables that tasks of this connector left for this table when
+        they died (a SIGKILL never runs stop())."""
+        q = sql.claim_lock(self.dialect)
+        if q is None:
+            return
+        listing, params = sql.staging_tables_query(self.dialect)
+        for (name,) in self._query(listing, params):
+            if name.startswith(prefix) and name != own and self._claim(name):
+                log.info("Dropping %s, the staging table of a task that is gone", name)
+                self._ddl(sql.drop_table(self.dialect, name))
+                self._query(sql.release_lock(self.dialect), (name,))
 
     def _clear_staging(self, table: str) -> None:
         st = self._staging[table]

@@ -211,6 +211,7 @@ def _converter_sections() -> Iterator[str]:
 def render_configuration() -> str:
     """The whole of docs/configuration.md."""
     from kctl.connectors.file import sink, source
+    from kctl.connectors.jdbc import sink as jdbc_sink
     from kctl.runtime.connector_config import COMMON, SINK, connector_def
 
     parts: list[str] = [
@@ -254,6 +255,12 @@ def render_configuration() -> str:
         f"`connector.class: FileSink` (`{_qualified(sink.FileSinkConnector)}`): "
         f"{_first_line(sink, 'FileSink:')}\n",
         _table(sink.FileSinkConnector().config()),
+        "## JdbcSink\n",
+        f"`connector.class: JdbcSink` (`{_qualified(jdbc_sink.JdbcSinkConnector)}`): "
+        f"{_first_line(jdbc_sink, 'JdbcSink:')} "
+        "`delete.enabled` needs `pk.mode=record_key`; `upsert` and `update` need a "
+        "`pk.mode` other than none.\n",
+        _table(jdbc_sink.JdbcSinkConnector().config()),
     ]
     parts += [
         "## Transforms\n",
@@ -276,7 +283,8 @@ def render_configuration() -> str:
 def render_readme_block() -> str:
     """What goes between README.md's BEGIN/END GENERATED: configuration markers."""
     parts = _worker_section("###") + _common_section("###")
-    parts.append(f"Sink connector, converter, FileSource, FileSink, transform and predicate "
+    parts.append(f"Sink connector, converter, FileSource, FileSink, JdbcSink, transform and "
+                 f"predicate "
                  f"keys: [{CONFIGURATION_MD.as_posix()}]({CONFIGURATION_MD.as_posix()}).\n")
     return "\n".join(parts)
 

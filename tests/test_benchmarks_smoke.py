@@ -73,3 +73,20 @@ def test_dlq_show_benchmark_checks_every_format_and_prints_client_time():
     for fmt in ("json", "yaml", "table"):
         assert "client time beyond REST" in line_with(out, f"kctl dlq show -o {fmt}")
     assert "raw: GET /connectors/NAME/dlq" in out
+
+
+def test_jdbc_sink_benchmark_prints_rates_and_ratios(postgres_server):
+    url = f"jdbc:postgresql://127.0.0.1:{postgres_server.port}/postgres?user={postgres_server.user}"
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_jdbc_sink.py"),
+                        "--quick", "--records", RECORDS, "--url", url],
+                       capture_output=True, text=True, timeout=540)
+    assert r.returncode == 0, f"bench_jdbc_sink.py failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
+    out = r.stdout
+    for label in ("JdbcSink insert, at_least_once", "JdbcSink insert, exactly_once"):
+        assert "rows/s" in line_with(out, label)
+    for label in ("JdbcSink upsert, new keys", "JdbcSink upsert, every key again"):
+        assert "target >= 100,000 rows/s" in line_with(out, label)
+    assert "target >= 0.5" in line_with(out, "raw: Spark createDataFrame + write.jdbc")
+    assert "JdbcSink/this" in line_with(out, "ceiling: psycopg COPY")
+    assert "excluded from timing: SparkSession start" in out
+    every_run_verified(out)

@@ -29,6 +29,7 @@ OTHER_PLUGIN_TYPES = ("transformation", "predicate", "converter", "header_conver
 BUILTIN_CONNECTORS = {
     "FileSource": "kctl.connectors.file:FileSourceConnector",
     "FileSink": "kctl.connectors.file:FileSinkConnector",
+    "JdbcSource": "kctl.connectors.jdbc:JdbcSourceConnector",
 }
 
 

@@ -1,1 +1,5 @@
 """JDBC connectors on Spark: JdbcSource (tables -> records) and JdbcSink (records -> tables)."""
+
+from kctl.connectors.jdbc.source import JdbcSourceConnector, JdbcSourceTask
+
+__all__ = ["JdbcSourceConnector", "JdbcSourceTask"]

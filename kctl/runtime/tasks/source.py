@@ -173,6 +173,8 @@ class WorkerSourceTask(WorkerTask):
         n = len(batch)
         if n == 0 or not self._columnar():
             return n == 0
+        if batch.keys is not None:  # keyed rows: the record path converts and partitions keys
+            return False
         topic = batch.topic
         try:
             if self.key_converter.from_connect_data(topic, None, None) is not None:

@@ -547,10 +547,10 @@ class JdbcSourceTask(SourceTask):
             chunk = inc
         custom = ""
         if d.name == "sqlite":
-            parts = [f"{d.quote_identifier(c.name)} {t}" for c in columns
+            parts = [f"{_ddl_name(c.name)} {t}" for c in columns
                      if (t := sqlite_affinity_type(c)) is not None]
             if s.uses_timestamp:
-                parts.append(f"{d.quote_identifier(TS_COLUMN)} BIGINT")
+                parts.append(f"{_ddl_name(TS_COLUMN)} BIGINT")
             custom = ", ".join(parts)
         return _Table(name, {"table": name}, s.prefix + name, d.table(name), columns, key,
                       inc, chunk, custom, label=name)
@@ -715,18 +715,21 @@ class JdbcSourceTask(SourceTask):
                             self.s.poll_ms / 1000))
 
     def _next_items(self) -> list[Item]:
-        """Read the tables that are due, in turn, until one has rows."""
-        n = len(self._tables)
-        for i in range(n):
-            if self._stop.is_set():
+        """Read the tables that are due, in turn, until one has rows (a read may find
+        none and still leave its table due: an empty key range of a snapshot)."""
+        while not self._stop.is_set():
+            tables = self._tables[self._round:] + self._tables[:self._round]
+            due = [t for t in tables if t.next_poll <= self._clock()]
+            if not due:
                 return []
-            t = self._tables[(self._round + i) % n]
-            if t.next_poll > self._clock():
-                continue
-            items = self._read(t)
-            if items:
-                self._round = (self._round + i + 1) % n
-                return items
+            for t in due:
+                if self._stop.is_set():
+                    return []
+                items = self._read(t)
+                if items:
+                    if t in self._tables:
+                        self._round = (self._tables.index(t) + 1) % len(self._tables)
+                    return items
         return []
 
     def _read(self, t: _Table) -> list[Item]:
@@ -831,8 +834,6 @@ class JdbcSourceTask(SourceTask):
             keys = rows.column_ints(sn.key)
             sn.lo = hi
         n = rows.table.num_rows
-        if done and n:
-            keys[-1] = None  # the last row of the snapshot: a restart does not redo it
         offsets: dict[str, list[Any]] = {}
         if s.uses_timestamp:
             assert t.ts is not None
@@ -842,6 +843,10 @@ class JdbcSourceTask(SourceTask):
             offsets[OFF_INC] = [t.last_inc] * n
         offsets[OFF_SNAPSHOT] = keys
         items = self._items_of(t, rows, offsets)
+        if done and items:
+            # the last row of the snapshot has the offset of a table being followed (or,
+            # in bulk mode, of a snapshot done): a restart does not read it again
+            items[-1:] = _finish(items[-1], OFF_SNAPSHOT, s.mode == BULK)
         if done:
             t.snapshot = None
             log.info("%s: snapshot done; %s", t.label, "next one in "
@@ -881,7 +886,7 @@ class JdbcSourceTask(SourceTask):
         mapping, sqlite = self.s.numeric_mapping, self.dialect.name == "sqlite"
         cols, changed = [], False
         for f in df.schema.fields:
-            c = F.col("`" + f.name.replace("`", "``") + "`")
+            c = F.col(_ddl_name(f.name))
             target = None
             if isinstance(f.dataType, DecimalType):
                 p, sc = f.dataType.precision, f.dataType.scale
@@ -1085,6 +1090,30 @@ class JdbcSourceTask(SourceTask):
         reporter.report(e.record, e.error)
 
 
+def _finish(item: Item, key: str, keep_key: bool) -> list[Item]:
+    """`item` with its last row's offset without `key` (set to None when `keep_key`)."""
+    if isinstance(item, _Errant):
+        off = dict(item.record.source_offset)
+        off.pop(key, None)
+        if keep_key:
+            off[key] = None
+        return [_Errant(item.record.new_record(source_offset=off), item.error)]
+    n = len(item)
+    last = {k: v[n - 1:] for k, v in item.offsets.items() if k != key}
+    if keep_key:
+        last[key] = [None]
+    tail = SourceBatch(item.topic, item.source_partition, item.value_schema,
+                       item.values.slice(n - 1, 1), last, item.key_schema,
+                       item.keys.slice(n - 1, 1) if item.keys is not None else None)
+    if n == 1:
+        return [tail]
+    head = SourceBatch(item.topic, item.source_partition, item.value_schema,
+                       item.values.slice(0, n - 1),
+                       {k: v[:n - 1] for k, v in item.offsets.items()}, item.key_schema,
+                       item.keys.slice(0, n - 1) if item.keys is not None else None)
+    return [head, tail]
+
+
 class _Gone(Exception):
     """The table was dropped."""
 
@@ -1108,6 +1137,11 @@ class _Rows:
 
     def column_ints(self, name: str) -> list[Any]:
         return pc.cast(self.table.column(name), pa.int64()).to_pylist()
+
+
+def _ddl_name(name: str) -> str:
+    """A column name in Spark's DDL (customSchema): backquoted."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _is_identity(order: pa.Array) -> bool:

@@ -1,0 +1,308 @@
+"""JdbcSource stories on real databases (SQLite in a file, PostgreSQL and MariaDB on
+loopback): each mode reads what it should, a restart resumes exactly from the stored
+offsets, tables come and go while the connector runs, and rows that cannot be converted
+reach the dead letter queue instead of vanishing."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from file_support import ConnectorContext, OffsetStore, SourceContext, expand
+from support.waiting import wait_until
+
+from kctl.api import ConnectError, DataError, SourceBatch, SourceRecord, Struct, partition_key
+from kctl.api.data import DATE, DECIMAL, TIMESTAMP, Type
+from kctl.connectors.jdbc import JdbcSourceConnector, JdbcSourceTask
+from kctl.connectors.jdbc import source as source_module
+from kctl.connectors.jdbc._common import dialect_for
+from kctl.connectors.jdbc.source import TASK_TABLES, group_tables
+from kctl.runtime.plugins import BUILTIN_CONNECTORS
+
+pytestmark = pytest.mark.spark
+
+UTC = dt.UTC
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def props_for(db: Any, **props: Any) -> dict[str, str]:
+    base = {"connection.url": db.url, "mode": "bulk", "topic.prefix": "db-",
+            "poll.interval.ms": "50", "batch.max.rows": "1000", "table.poll.interval.ms": "100",
+            "connection.backoff.ms": "100"}
+    base.update({k.replace("_", "."): str(v) for k, v in props.items()})
+    return base
+
+
+class Reporter:
+    def __init__(self) -> None:
+        self.reports: list[tuple[SourceRecord, BaseException]] = []
+
+    def report(self, record: SourceRecord, error: BaseException) -> None:
+        self.reports.append((record, error))
+
+
+class ReportingContext(SourceContext):
+    def __init__(self, engine, store, configs, reporter: Reporter | None) -> None:
+        super().__init__(engine, store, configs)
+        self.reporter = reporter
+
+    def errant_record_reporter(self) -> Reporter | None:
+        return self.reporter
+
+
+def start_task(engine, store: OffsetStore, props: Mapping[str, str],
+               tables: list[str] | None = None,
+               reporter: Reporter | None = None) -> JdbcSourceTask:
+    props = dict(props)
+    if tables is not None:
+        props[TASK_TABLES] = json.dumps(tables)
+    task = JdbcSourceTask()
+    task.initialize(ReportingContext(engine, store, props, reporter))
+    task.start(props)
+    return task
+
+
+def drain(task: JdbcSourceTask, store: OffsetStore | None = None,
+          limit: int | None = None) -> list[SourceRecord]:
+    """Poll until a poll comes back empty (or `limit` records came); ack what was polled
+    the way the runtime commits offsets."""
+    out: list[SourceRecord] = []
+    while limit is None or len(out) < limit:
+        batch = expand(task.poll())
+        if not batch:
+            return out
+        if store is not None:
+            store.ack(batch)
+        out.extend(batch)
+    return out
+
+
+def val(r: SourceRecord) -> dict:
+    assert isinstance(r.value, Struct)
+    return r.value.to_dict()
+
+
+def ids(records: list[SourceRecord], col: str = "id") -> list[int]:
+    return [int(val(r)[col]) for r in records]
+
+
+def ddl_ts(db: Any) -> str:
+    """A timestamp column type with microseconds, per database."""
+    if db.server is None:
+        return "TIMESTAMP"
+    return "TIMESTAMP(6) NULL" if db.server.kind == "mariadb" else "TIMESTAMP"
+
+
+def ts_value(db: Any, t: dt.datetime) -> Any:
+    """How a test writes a timestamp: SQLite keeps what it is given (ISO text here)."""
+    return t.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] if db.server is None else t
+
+
+def insert(db: Any, table: str, rows: list[tuple], columns: str) -> None:
+    conn = db.connect()
+    try:
+        cur = conn.cursor()
+        ph = ", ".join(["?" if db.server is None else "%s"] * len(rows[0]))
+        cur.executemany(f"INSERT INTO {table} ({columns}) VALUES ({ph})", rows)
+        if db.server is not None:
+            conn.commit()
+    finally:
+        conn.close()
+
+
+def int_pk(db: Any) -> str:
+    return "INTEGER PRIMARY KEY" if db.server is None else "BIGINT PRIMARY KEY"
+
+
+T0 = dt.datetime(2024, 1, 2, 3, 4, 5, 123000, tzinfo=UTC)
+
+
+# --- modes --------------------------------------------------------------------------------
+
+
+def test_the_alias_names_the_connector():
+    assert BUILTIN_CONNECTORS["JdbcSource"] == "kctl.connectors.jdbc:JdbcSourceConnector"
+
+
+def test_bulk_reads_each_table_whole_keyed_by_its_primary_key_and_again_later(engine, jdbc_db):
+    jdbc_db.execute(f"CREATE TABLE people (id {int_pk(jdbc_db)}, name VARCHAR(20))",
+                    "CREATE TABLE notes (body VARCHAR(20))")
+    insert(jdbc_db, "people", [(i, f"p{i}") for i in range(1, 2501)], "id, name")
+    insert(jdbc_db, "notes", [("a",), ("b",)], "body")
+    store = OffsetStore()
+    props = props_for(jdbc_db, poll_interval_ms=3000)
+    task = start_task(engine, store, props, ["notes", "people"])
+    try:
+        first = drain(task, store)
+        people = [r for r in first if r.topic == "db-people"]
+        notes = [r for r in first if r.topic == "db-notes"]
+        assert sorted(ids(people)) == list(range(1, 2501))
+        assert sorted(val(r)["body"] for r in notes) == ["a", "b"]
+        # keyed by the primary key; a table without one has no keys
+        assert {r.key.to_dict()["id"] for r in people} == set(range(1, 2501))
+        assert all(r.key is None for r in notes)
+        assert people[0].source_partition == {"table": "people"}
+        # a snapshot of 2500 rows at batch.max.rows 1000 takes key ranges: 3 reads
+        assert len({tuple(r.source_offset.items()) for r in people}) == 2500
+        assert people[-1].source_offset == {"snapshot.key": None}
+        # bulk again after poll.interval.ms: the whole table again
+        insert(jdbc_db, "people", [(9999, "late")], "id, name")
+        again = wait_until(lambda: drain(task, store), timeout=30, message="second snapshot")
+        again += drain(task, store)
+        assert sorted(ids([r for r in again if r.topic == "db-people"])) == \
+            [*range(1, 2501), 9999]
+    finally:
+        task.stop()
+
+
+def test_incrementing_reads_only_rows_above_the_last_id(engine, jdbc_db):
+    jdbc_db.execute(f"CREATE TABLE events (id {int_pk(jdbc_db)}, what VARCHAR(20))")
+    insert(jdbc_db, "events", [(i, f"e{i}") for i in range(1, 51)], "id, what")
+    store = OffsetStore()
+    props = props_for(jdbc_db, mode="incrementing", batch_max_rows=20)
+    task = start_task(engine, store, props, ["events"])
+    try:
+        assert ids(drain(task, store)) == list(range(1, 51))
+        assert store.offset({"table": "events"}) == {"incrementing": 50}
+        insert(jdbc_db, "events", [(i, f"e{i}") for i in range(51, 76)], "id, what")
+        jdbc_db.execute("UPDATE events SET what = 'changed' WHERE id = 3")  # not seen
+        got = wait_until(lambda: drain(task, store), timeout=30, message="new rows")
+        got += drain(task, store)
+        assert ids(got) == list(range(51, 76))  # in id order, the update not re-read
+    finally:
+        task.stop()
+
+
+def test_incrementing_without_a_snapshot_reads_in_id_order(engine, jdbc_db):
+    jdbc_db.execute(f"CREATE TABLE events (id {int_pk(jdbc_db)}, what VARCHAR(20))")
+    insert(jdbc_db, "events", [(i, f"e{i}") for i in (5, 3, 9, 1, 7)], "id, what")
+    store = OffsetStore()
+    task = start_task(engine, store, props_for(jdbc_db, mode="incrementing",
+                                               snapshot_initial="false", batch_max_rows=2),
+                      ["events"])
+    try:
+        got = drain(task, store)
+        assert ids(got) == [1, 3, 5, 7, 9]
+        assert [r.source_offset for r in got] == [{"incrementing": i} for i in (1, 3, 5, 7, 9)]
+    finally:
+        task.stop()
+
+
+def test_timestamp_mode_picks_up_new_and_updated_rows(engine, jdbc_db):
+    jdbc_db.execute(f"CREATE TABLE items (id {int_pk(jdbc_db)}, name VARCHAR(20), "
+                    f"updated {ddl_ts(jdbc_db)})")
+    insert(jdbc_db, "items", [(i, f"n{i}", ts_value(jdbc_db, T0 + dt.timedelta(seconds=i)))
+                              for i in range(1, 21)], "id, name, updated")
+    store = OffsetStore()
+    props = props_for(jdbc_db, mode="timestamp", timestamp_column_name="updated",
+                      snapshot_initial="false", batch_max_rows=7)
+    task = start_task(engine, store, props, ["items"])
+    try:
+        got = drain(task, store)
+        assert ids(got) == list(range(1, 21))
+        last = T0 + dt.timedelta(seconds=20)
+        assert store.offset({"table": "items"}) == {
+            "timestamp": int(last.timestamp() * 1000),
+            "timestamp_nanos": last.microsecond * 1000}
+        later = ts_value(jdbc_db, T0 + dt.timedelta(seconds=100))
+        conn = jdbc_db.connect()
+        cur = conn.cursor()
+        ph = "?" if jdbc_db.server is None else "%s"
+        cur.execute(f"UPDATE items SET name = 'renamed', updated = {ph} WHERE id = 4", (later,))
+        if jdbc_db.server is not None:
+            conn.commit()
+        conn.close()
+        got = wait_until(lambda: drain(task, store), timeout=30, message="the update")
+        assert [(val(r)["id"], val(r)["name"]) for r in got] == [(4, "renamed")]
+        assert isinstance(val(got[0])["updated"], dt.datetime)
+    finally:
+        task.stop()
+
+
+def test_timestamp_mode_never_splits_rows_that_share_a_timestamp(engine, jdbc_db):
+    """Reads are limited to batch.max.rows and the next asks for later timestamps only:
+    rows sharing the last timestamp must all be in the same read."""
+    jdbc_db.execute(f"CREATE TABLE items (id {int_pk(jdbc_db)}, updated {ddl_ts(jdbc_db)})")
+    rows = [(i, ts_value(jdbc_db, T0 + dt.timedelta(seconds=i // 4))) for i in range(1, 31)]
+    insert(jdbc_db, "items", rows, "id, updated")
+    store = OffsetStore()
+    task = start_task(engine, store, props_for(
+        jdbc_db, mode="timestamp", timestamp_column_name="updated", snapshot_initial="false",
+        batch_max_rows=3), ["items"])
+    try:
+        assert sorted(ids(drain(task, store))) == list(range(1, 31))
+    finally:
+        task.stop()
+
+
+def test_timestamp_incrementing_resumes_exactly_and_follows_updates(engine, jdbc_db):
+    jdbc_db.execute(f"CREATE TABLE orders (id {int_pk(jdbc_db)}, amount INT, "
+                    f"modified {ddl_ts(jdbc_db)})")
+    # many rows share each timestamp: only (timestamp, id) orders them exactly
+    insert(jdbc_db, "orders", [(i, i * 10, ts_value(jdbc_db, T0 + dt.timedelta(seconds=i // 10)))
+                               for i in range(1, 101)], "id, amount, modified")
+    store = OffsetStore()
+    props = props_for(jdbc_db, mode="timestamp+incrementing", timestamp_column_name="modified",
+                      incrementing_column_name="id", snapshot_initial="false",
+                      batch_max_rows=15)
+    task = start_task(engine, store, props, ["orders"])
+    first = drain(task, store, limit=40)  # then the task dies: 45 polled and acknowledged
+    task.stop()
+    assert ids(first) == list(range(1, len(first) + 1))
+    assert store.offset({"table": "orders"})["incrementing"] == len(first)
+
+    task = start_task(engine, store, props, ["orders"])
+    try:
+        rest = drain(task, store)
+        assert ids(first + rest) == list(range(1, 101)), "each row once, in order"
+        # an update moves the row's timestamp on: it comes again, with the new amount
+        ph = "?" if jdbc_db.server is None else "%s"
+        conn = jdbc_db.connect()
+        cur = conn.cursor()
+        cur.execute(f"UPDATE orders SET amount = -1, modified = {ph} WHERE id IN (3, 77)",
+                    (ts_value(jdbc_db, T0 + dt.timedelta(minutes=5)),))
+        cur.execute(f"INSERT INTO orders (id, amount, modified) VALUES (101, 0, {ph})",
+                    (ts_value(jdbc_db, T0 + dt.timedelta(minutes=5)),))
+        if jdbc_db.server is not None:
+            conn.commit()
+        conn.close()
+        got = wait_until(lambda: drain(task, store), timeout=30, message="updates")
+        assert [(val(r)["id"], val(r)["amount"]) for r in got] == [(3, -1), (77, -1), (101, 0)]
+    finally:
+        task.stop()
+
+
+def test_timestamp_delay_leaves_recent_rows_for_later(engine, postgres_db):
+    postgres_db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, ts TIMESTAMPTZ)",
+                        "INSERT INTO t VALUES (1, now() - interval '1 hour'), (2, now())")
+    store = OffsetStore()
+    task = start_task(engine, store, props_for(
+        postgres_db, mode="timestamp+incrementing", timestamp_column_name="ts",
+        timestamp_delay_interval_ms=1500), ["t"])
+    try:
+        assert ids(drain(task, store)) == [1]
+        got = wait_until(lambda: drain(task, store), timeout=30, message="the recent row")
+        assert ids(got) == [2]
+    finally:
+        task.stop()
+
+
+def test_timestamp_initial_skips_older_rows(engine, postgres_db):
+    postgres_db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, ts TIMESTAMP)",
+                        "INSERT INTO t VALUES (1, '2020-01-01'), (2, '2024-06-01'), "
+                        "(3, '2024-07-01')")
+    initial = int(dt.datetime(2024, 1, 1, tzinfo=UTC).timestamp() * 1000)
+    task = start_task(engine, OffsetStore(), props_for(
+        postgres_db, mode="timestamp", timestamp_column_name="ts",
+        timestamp_initial=initial), ["t"])
+    try:
+        assert sorted(ids(drain(task))) == [2, 3]
+    finally:
+        task.stop()

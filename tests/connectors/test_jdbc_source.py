@@ -306,3 +306,185 @@ def test_timestamp_initial_skips_older_rows(engine, postgres_db):
         assert sorted(ids(drain(task))) == [2, 3]
     finally:
         task.stop()
+
+
+# --- snapshots ----------------------------------------------------------------------------
+
+
+def test_a_snapshot_reads_key_ranges_in_parallel_then_follows_from_its_watermark(
+        engine, postgres_db, monkeypatch):
+    postgres_db.execute(
+        "CREATE TABLE big (id BIGINT PRIMARY KEY, v INT, ts TIMESTAMP NOT NULL)",
+        "INSERT INTO big SELECT g, g * 2, TIMESTAMP '2024-01-01' + g * INTERVAL '1 second' "
+        "FROM generate_series(1, 10000) g")
+    loads: list[tuple[str, Any]] = []
+    load = JdbcSourceTask._load
+    monkeypatch.setattr(JdbcSourceTask, "_load", lambda self, t, sql, partition: (
+        loads.append((sql, partition)), load(self, t, sql, partition))[1])
+    store = OffsetStore()
+    props = props_for(postgres_db, mode="timestamp+incrementing", timestamp_column_name="ts",
+                      batch_max_rows=2500, snapshot_partitions=4)
+    task = start_task(engine, store, props, ["big"])
+    first = drain(task, store, limit=5000)  # two key ranges, then the task dies
+    task.stop()
+    assert len(first) == 5000 and sorted(ids(first)) == list(range(1, 5001))
+    # (the next range may have been read ahead meanwhile)
+    assert [p for _, p in loads[:2]] == [("id", 1, 2501, 4), ("id", 2501, 5001, 4)]
+    watermark = dt.datetime(2024, 1, 1, tzinfo=UTC) + dt.timedelta(seconds=10000)
+    assert store.offset({"table": "big"}) == {
+        "timestamp": int(watermark.timestamp() * 1000), "timestamp_nanos": 0,
+        "incrementing": 10000, "snapshot.key": 5000}
+
+    # while it is down: a row already read and one not yet read change, one is added
+    postgres_db.execute("UPDATE big SET v = -1, ts = '2025-01-01' WHERE id IN (1, 9000)",
+                        "INSERT INTO big VALUES (10001, -1, '2025-01-01')")
+    task = start_task(engine, store, props, ["big"])
+    try:
+        rest = drain(task, store)
+    finally:
+        task.stop()
+    snapshot = [r for r in rest if "snapshot.key" in r.source_offset]
+    follow = rest[len(snapshot) + 1:]  # the snapshot's last row has the followed offset
+    # the snapshot resumed after key 5000, without the row that changed since it began
+    assert sorted(ids(first + rest[:len(snapshot) + 1])) == \
+        [i for i in range(1, 10001) if i != 9000]
+    # then the table is followed from the watermark: the changes, in (timestamp, id) order
+    assert [(val(r)["id"], val(r)["v"]) for r in follow] == [(1, -1), (9000, -1), (10001, -1)]
+    assert "snapshot.key" not in store.offset({"table": "big"})
+
+
+def test_a_bulk_snapshot_resumes_after_the_last_key_acknowledged(engine, sqlite_db):
+    sqlite_db.execute("CREATE TABLE big (id INTEGER PRIMARY KEY, v TEXT)")
+    insert(sqlite_db, "big", [(i, f"v{i}") for i in range(1, 3001)], "id, v")
+    store = OffsetStore()
+    props = props_for(sqlite_db, poll_interval_ms=60_000)
+    task = start_task(engine, store, props, ["big"])
+    first = drain(task, store, limit=1000)
+    task.stop()
+    assert store.offset({"table": "big"}) == {"snapshot.key": 1000}
+    task = start_task(engine, store, props, ["big"])
+    try:
+        rest = drain(task, store)
+    finally:
+        task.stop()
+    assert ids(first + rest) == list(range(1, 3001))
+    assert store.offset({"table": "big"}) == {"snapshot.key": None}
+
+
+# --- tables, tasks, queries ---------------------------------------------------------------
+
+
+def start_connector(engine, props: Mapping[str, str]) -> tuple[JdbcSourceConnector,
+                                                                 ConnectorContext]:
+    c = JdbcSourceConnector()
+    ctx = ConnectorContext(engine)
+    c.initialize(ctx)
+    c.start(props)
+    return c, ctx
+
+
+def tables_of(configs: list[dict[str, str]]) -> list[list[str]]:
+    return [json.loads(c[TASK_TABLES]) for c in configs]
+
+
+def test_tables_split_into_contiguous_groups():
+    assert group_tables(["e", "d", "c", "b", "a"], 2) == [["a", "b", "c"], ["d", "e"]]
+    assert group_tables(["a", "b"], 5) == [["a"], ["b"]]
+    assert group_tables([], 3) == []
+
+
+def test_include_and_exclude_regexes_choose_the_tables_and_tasks_split_them(engine,
+                                                                            postgres_db):
+    postgres_db.execute(*[f"CREATE TABLE {t} (id BIGINT PRIMARY KEY)" for t in (
+        "orders", "order_items", "customers", "audit_log", "tmp_orders")],
+        "CREATE SCHEMA other", "CREATE TABLE other.orders (id BIGINT PRIMARY KEY)",
+        "INSERT INTO orders VALUES (1)", "INSERT INTO customers VALUES (2)",
+        "INSERT INTO other.orders VALUES (3)")
+    c, _ = start_connector(engine, props_for(
+        postgres_db, table_include_list="order.*,customers,other\\..*",
+        table_exclude_list=".*items"))
+    try:
+        assert tables_of(c.task_configs(2)) == [["customers", "orders"], ["other.orders"]]
+        configs = c.task_configs(10)
+        assert tables_of(configs) == [["customers"], ["orders"], ["other.orders"]]
+    finally:
+        c.stop()
+    # each task reads its own tables only, into prefix + table name
+    for config, want in zip(configs, [("db-customers", 2), ("db-orders", 1),
+                                      ("db-other.orders", 3)], strict=True):
+        task = start_task(engine, OffsetStore(), config)
+        try:
+            got = drain(task)
+        finally:
+            task.stop()
+        assert [(r.topic, val(r)["id"]) for r in got] == [want]
+
+
+def test_query_mode_is_one_task_reading_one_query_into_one_topic(engine, jdbc_db):
+    jdbc_db.execute(f"CREATE TABLE a (id {int_pk(jdbc_db)}, x INT)",
+                    f"CREATE TABLE b (id {int_pk(jdbc_db)}, y VARCHAR(10))")
+    insert(jdbc_db, "a", [(i, i % 3) for i in range(1, 31)], "id, x")
+    insert(jdbc_db, "b", [(i, f"y{i}") for i in range(1, 41)], "id, y")
+    query = "SELECT a.id, a.x, b.y FROM a JOIN b ON a.id = b.id WHERE a.x > 0"
+    props = props_for(jdbc_db, mode="incrementing", incrementing_column_name="id",
+                      query=query, topic_prefix="joined", batch_max_rows=7)
+    c, _ = start_connector(engine, props)
+    try:
+        configs = c.task_configs(5)
+    finally:
+        c.stop()
+    assert len(configs) == 1 and TASK_TABLES not in configs[0]
+    store = OffsetStore()
+    task = start_task(engine, store, configs[0])
+    try:
+        got = drain(task, store)
+        assert ids(got) == [i for i in range(1, 31) if i % 3]
+        assert {r.topic for r in got} == {"joined"}
+        assert got[0].source_partition == {"query": query} and got[0].key is None
+        assert val(got[0]) == {"id": 1, "x": 1, "y": "y1"}
+        insert(jdbc_db, "a", [(31, 1), (33, 0)], "id, x")
+        insert(jdbc_db, "b", [(i, f"y{i}") for i in range(41, 45)], "id, y")
+        more = wait_until(lambda: drain(task, store), timeout=30, message="new joined rows")
+        assert ids(more) == [31]
+    finally:
+        task.stop()
+
+
+def test_validate_says_what_a_configuration_lacks(sqlite_db):
+    def errors(**props: Any) -> dict[str, list[str]]:
+        values = JdbcSourceConnector().validate(props_for(sqlite_db, **props))
+        return {v.name: v.errors for v in values if v.errors}
+
+    assert errors() == {}
+    assert "needs timestamp.column.name" in errors(mode="timestamp")["timestamp.column.name"][0]
+    got = errors(query="SELECT 1", table_include_list="x")
+    assert "does not apply when `query` is set" in got["table.include.list"][0]
+    assert "Invalid regular expression" in errors(table_exclude_list="(")["table.exclude.list"][0]
+    assert "needs incrementing.column.name" in errors(
+        mode="incrementing", query="SELECT 1 AS id")["incrementing.column.name"][0]
+
+
+def test_the_monitor_adds_a_new_table_and_drops_a_dropped_one(engine, jdbc_db):
+    jdbc_db.execute(f"CREATE TABLE first (id {int_pk(jdbc_db)})")
+    c, ctx = start_connector(engine, props_for(jdbc_db, mode="incrementing"))
+    try:
+        assert tables_of(c.task_configs(3)) == [["first"]]
+        jdbc_db.execute(f"CREATE TABLE second (id {int_pk(jdbc_db)})",
+                        "INSERT INTO second (id) VALUES (7)")
+        wait_until(lambda: ctx.reconfigurations == 1, timeout=30, message="reconfiguration")
+        configs = c.task_configs(3)  # what the runtime does when asked
+        assert tables_of(configs) == [["first"], ["second"]]
+
+        task = start_task(engine, OffsetStore(), configs[1])
+        try:
+            assert ids(drain(task)) == [7]
+            jdbc_db.execute("DROP TABLE second")
+            wait_until(lambda: ctx.reconfigurations == 2, timeout=30, message="the drop")
+            assert tables_of(c.task_configs(3)) == [["first"]]
+            # until the runtime restarts it, the task polls on without the table
+            assert drain(task) == [] and task._tables == []
+        finally:
+            task.stop()
+        assert ctx.reconfigurations == 2 and not ctx.errors  # no change: no more requests
+    finally:
+        c.stop()

@@ -16,7 +16,7 @@ import pytest
 from file_support import ConnectorContext, OffsetStore, SourceContext, expand
 from support.waiting import wait_until
 
-from kctl.api import ConnectError, DataError, SourceBatch, SourceRecord, Struct, partition_key
+from kctl.api import ConnectError, DataError, SourceRecord, Struct
 from kctl.api.data import DATE, DECIMAL, TIMESTAMP, Type
 from kctl.connectors.jdbc import JdbcSourceConnector, JdbcSourceTask
 from kctl.connectors.jdbc import source as source_module
@@ -488,3 +488,238 @@ def test_the_monitor_adds_a_new_table_and_drops_a_dropped_one(engine, jdbc_db):
         assert ctx.reconfigurations == 2 and not ctx.errors  # no change: no more requests
     finally:
         c.stop()
+
+
+# --- types --------------------------------------------------------------------------------
+
+
+def schema_of(r: SourceRecord) -> dict[str, tuple[str, str | None, bool]]:
+    """field -> (Connect type, logical name, optional)."""
+    assert r.value_schema is not None
+    return {f.name: (f.schema.type.value, f.schema.name, f.schema.optional)
+            for f in r.value_schema.fields}
+
+
+def read_one_table(engine, db: Any, table: str, **props: Any) -> list[SourceRecord]:
+    task = start_task(engine, OffsetStore(), props_for(db, **props), [table])
+    try:
+        return drain(task)
+    finally:
+        task.stop()
+
+
+def test_postgresql_column_types_become_connect_schemas(engine, postgres_db):
+    postgres_db.execute(
+        "CREATE TABLE types (id BIGINT PRIMARY KEY, i INT NOT NULL, s SMALLINT, "
+        "price NUMERIC(10,2), big NUMERIC(30,5), n5 NUMERIC(5,0), ts TIMESTAMP, "
+        "tstz TIMESTAMPTZ, d DATE, b BYTEA, t TEXT, f DOUBLE PRECISION, flag BOOLEAN, "
+        "nothing TEXT)",
+        "INSERT INTO types VALUES (1, 2, 3, 3.45, 123456789012345678901234.5, 12345, "
+        "'2024-01-02 03:04:05.123456', '2024-01-02 03:04:05.123456+02', '2024-01-02', "
+        "'\\x0102', 'text', 1.5, true, NULL)")
+    [r] = read_one_table(engine, postgres_db, "types")
+    assert schema_of(r) == {
+        "id": ("int64", None, False), "i": ("int32", None, False), "s": ("int16", None, True),
+        "price": ("bytes", DECIMAL, True), "big": ("bytes", DECIMAL, True),
+        "n5": ("bytes", DECIMAL, True), "ts": ("int64", TIMESTAMP, True),
+        "tstz": ("int64", TIMESTAMP, True), "d": ("int32", DATE, True),
+        "b": ("bytes", None, True), "t": ("string", None, True),
+        "f": ("float64", None, True), "flag": ("boolean", None, True),
+        "nothing": ("string", None, True)}
+    assert r.value_schema.name == "types"
+    assert r.value_schema.field("price").schema.parameters["scale"] == "2"
+    assert val(r) == {
+        "id": 1, "i": 2, "s": 3, "price": decimal.Decimal("3.45"),
+        "big": decimal.Decimal("123456789012345678901234.50000"),
+        "n5": decimal.Decimal("12345"),
+        "ts": dt.datetime(2024, 1, 2, 3, 4, 5, 123456, tzinfo=UTC),  # no zone: UTC
+        "tstz": dt.datetime(2024, 1, 2, 1, 4, 5, 123456, tzinfo=UTC),
+        "d": dt.date(2024, 1, 2), "b": b"\x01\x02", "t": "text", "f": 1.5, "flag": True,
+        "nothing": None}
+    assert r.key_schema is not None and [f.name for f in r.key_schema.fields] == ["id"]
+    assert r.key_schema.field("id").schema.type is Type.INT64 and r.key.to_dict() == {"id": 1}
+
+    [best] = read_one_table(engine, postgres_db, "types", numeric_mapping="best_fit")
+    assert {k: v[0] for k, v in schema_of(best).items() if k in ("price", "big", "n5")} == \
+        {"price": "float64", "big": "bytes", "n5": "int32"}
+    assert (val(best)["price"], val(best)["n5"]) == (3.45, 12345)
+    [prec] = read_one_table(engine, postgres_db, "types", numeric_mapping="precision_only")
+    assert (schema_of(prec)["price"][1], schema_of(prec)["n5"][0]) == (DECIMAL, "int32")
+
+
+def test_mariadb_column_types_become_connect_schemas(engine, mariadb_db):
+    mariadb_db.execute(
+        "CREATE TABLE types (id BIGINT PRIMARY KEY, i INT NOT NULL, u INT UNSIGNED, "
+        "price DECIMAL(10,2), ts TIMESTAMP(6) NULL, dt DATETIME(6), d DATE, b BLOB, "
+        "t TEXT, f DOUBLE, flag BOOLEAN, nothing VARCHAR(5))",
+        "INSERT INTO types VALUES (1, 2, 4000000000, 3.45, '2024-01-02 03:04:05.123456', "
+        "'2024-01-02 03:04:05.123456', '2024-01-02', x'0102', 'text', 1.5, true, NULL)")
+    [r] = read_one_table(engine, mariadb_db, "types")
+    s = schema_of(r)
+    assert {k: v[:2] for k, v in s.items()} == {
+        "id": ("int64", None), "i": ("int32", None), "u": ("int64", None),
+        "price": ("bytes", DECIMAL), "ts": ("int64", TIMESTAMP), "dt": ("int64", TIMESTAMP),
+        "d": ("int32", DATE), "b": ("bytes", None), "t": ("string", None),
+        "f": ("float64", None), "flag": ("boolean", None), "nothing": ("string", None)}
+    assert not s["id"][2] and not s["i"][2] and s["nothing"][2]
+    when = dt.datetime(2024, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
+    assert val(r) == {"id": 1, "i": 2, "u": 4000000000, "price": decimal.Decimal("3.45"),
+                      "ts": when, "dt": when, "d": dt.date(2024, 1, 2), "b": b"\x01\x02",
+                      "t": "text", "f": 1.5, "flag": True, "nothing": None}
+    assert r.key.to_dict() == {"id": 1}
+
+
+def test_sqlite_column_types_become_connect_schemas(engine, sqlite_db):
+    """SQLite keeps what it is given: temporal columns hold ISO text or epoch
+    milliseconds (what Spark writes); BIGINT is a 64-bit integer, not decimal(20,0)."""
+    sqlite_db.execute(
+        "CREATE TABLE types (id INTEGER PRIMARY KEY, big BIGINT NOT NULL, price NUMERIC(10,2), "
+        "ts TIMESTAMP, ms DATETIME, d DATE, b BLOB, t TEXT, f REAL, empty TEXT)",
+        "INSERT INTO types VALUES (1, 9007199254740993, 3.45, '2024-01-02 03:04:05.123', "
+        "1704164645123, '2024-01-02', x'0102', 'text', 1.5, NULL)",
+        "INSERT INTO types VALUES (2, 2, NULL, '2024-01-02T05:04:05+02:00', NULL, "
+        "1704153600000, NULL, NULL, NULL, NULL)")
+    a, b = read_one_table(engine, sqlite_db, "types")
+    s = schema_of(a)
+    assert {k: v[:2] for k, v in s.items()} == {
+        "id": ("int64", None), "big": ("int64", None), "price": ("bytes", DECIMAL),
+        "ts": ("int64", TIMESTAMP), "ms": ("int64", TIMESTAMP), "d": ("int32", DATE),
+        "b": ("bytes", None), "t": ("string", None), "f": ("float64", None),
+        "empty": ("string", None)}
+    assert not s["id"][2] and not s["big"][2]
+    when = dt.datetime(2024, 1, 2, 3, 4, 5, 123000, tzinfo=UTC)
+    assert val(a) == {"id": 1, "big": 9007199254740993, "price": decimal.Decimal("3.45"),
+                      "ts": when, "ms": when, "d": dt.date(2024, 1, 2), "b": b"\x01\x02",
+                      "t": "text", "f": 1.5, "empty": None}
+    assert (val(b)["ts"], val(b)["d"]) == (dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC),
+                                           dt.date(2024, 1, 2))
+
+
+# --- rows that do not convert, and failures ------------------------------------------------
+
+
+def collect(task: JdbcSourceTask, reporter: Reporter) -> list[tuple[str, Any]]:
+    """What the runtime sees, in order: records and reported rows."""
+    seen: list[tuple[str, Any]] = []
+    while True:
+        before = len(reporter.reports)
+        batch = expand(task.poll())
+        seen.extend(("bad", r) for r, _ in reporter.reports[before:])
+        seen.extend(("ok", r) for r in batch)
+        if not batch and len(reporter.reports) == before:
+            return seen
+
+
+def test_rows_spark_cannot_convert_go_to_the_dlq_in_their_place(engine, postgres_db):
+    postgres_db.execute("CREATE TABLE m (id BIGINT PRIMARY KEY, amount NUMERIC)",
+                        "INSERT INTO m SELECT g, g FROM generate_series(1, 6) g",
+                        "UPDATE m SET amount = 1e40 WHERE id IN (3, 5)")  # > decimal(38,18)
+    reporter = Reporter()
+    props = props_for(postgres_db, mode="incrementing", snapshot_initial="false")
+    task = start_task(engine, OffsetStore(), props, ["m"], reporter)
+    try:
+        seen = collect(task, reporter)
+    finally:
+        task.stop()
+    assert [(kind, json.loads(r.value)["id"] if kind == "bad" else val(r)["id"])
+            for kind, r in seen] == [("ok", 1), ("ok", 2), ("bad", 3), ("ok", 4), ("bad", 5),
+                                     ("ok", 6)]
+    record, error = reporter.reports[0]
+    assert isinstance(error, DataError) and "Row of m" in str(error) and "amount" in str(error)
+    assert json.loads(record.value) == {"id": 3, "amount": "1" + "0" * 40}
+    assert record.source_partition == {"table": "m"} and record.topic == "db-m"
+    assert record.source_offset == {"incrementing": 3}
+    assert [val(r)["amount"] for kind, r in seen if kind == "ok"] == \
+        [decimal.Decimal(i) for i in (1, 2, 4, 6)]
+
+    # without a dead letter queue the row fails the task, named
+    task = start_task(engine, OffsetStore(), props, ["m"], None)
+    try:
+        with pytest.raises(DataError, match=r"Row of m at \{\"incrementing\": 3\}"):
+            drain(task)
+    finally:
+        task.stop()
+
+
+def test_sqlite_dates_that_do_not_parse_go_to_the_dlq(engine, sqlite_db):
+    sqlite_db.execute("CREATE TABLE d (id INTEGER PRIMARY KEY, day DATE)",
+                      "INSERT INTO d VALUES (1, '2024-01-01'), (2, 'someday'), "
+                      "(3, '2024-01-03')")
+    reporter = Reporter()
+    task = start_task(engine, OffsetStore(), props_for(sqlite_db), ["d"], reporter)
+    try:
+        seen = collect(task, reporter)
+    finally:
+        task.stop()
+    assert [k for k, _ in seen] == ["ok", "bad", "ok"]
+    assert json.loads(seen[1][1].value) == {"id": 2, "day": "someday"}
+    assert "'someday' is neither a date/time nor epoch milliseconds" in \
+        str(reporter.reports[0][1])
+
+
+def test_a_missing_driver_is_named_with_what_to_install(engine, postgres_db, monkeypatch,
+                                                        tmp_path):
+    monkeypatch.setattr(source_module, "DRIVER_DIR", str(tmp_path))
+    monkeypatch.setattr(source_module, "_active_spark", lambda: None)
+    values = JdbcSourceConnector().validate(props_for(postgres_db))
+    [url] = [v for v in values if v.name == "connection.url"]
+    assert len(url.errors) == 1
+    assert "apt-get install libpostgresql-jdbc-java" in url.errors[0]
+    assert "spark.jars" in url.errors[0]
+
+    real = dialect_for(postgres_db.url)
+    fake = dataclass_replace(real, driver_class="org.example.NoSuchDriver")
+    monkeypatch.setattr(source_module, "dialect_for", lambda url, **kw: fake)
+    with pytest.raises(ConnectError) as e:
+        start_task(engine, OffsetStore(), props_for(postgres_db), [])
+    assert "\n" not in str(e.value)
+    assert "org.example.NoSuchDriver" in str(e.value) and "apt-get install" in str(e.value)
+
+
+def dataclass_replace(obj: Any, **changes: Any) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(obj, **changes)
+
+
+def test_a_wrong_password_fails_in_one_line_without_the_password(engine, mariadb_db):
+    user = "kctl_" + uuid.uuid4().hex[:8]
+    mariadb_db.execute(f"CREATE USER '{user}'@'%' IDENTIFIED BY 'right-one'",
+                       f"GRANT ALL ON {mariadb_db.name}.* TO '{user}'@'%'")
+    try:
+        props = props_for(mariadb_db, connection_user=user,
+                          connection_password="s3cret-wrong")
+        props["connection.url"] = mariadb_db.url.split("?")[0] + "?password=s3cret-wrong"
+        c = JdbcSourceConnector()
+        c.initialize(ConnectorContext(engine))
+        with pytest.raises(ConnectError) as e:
+            c.start(props)
+        c.stop()
+        msg = str(e.value)
+        assert "\n" not in msg and "s3cret-wrong" not in msg
+        assert "Access denied" in msg and "password=[hidden]" in msg
+        with pytest.raises(ConnectError) as e:
+            start_task(engine, OffsetStore(), props, [])
+        assert "s3cret-wrong" not in str(e.value) and "Access denied" in str(e.value)
+        # the right password works
+        props["connection.password"] = "right-one"
+        props["connection.url"] = mariadb_db.url.split("?")[0]
+        c, _ = start_connector(engine, props)
+        c.stop()
+    finally:
+        mariadb_db.execute(f"DROP USER '{user}'@'%'")
+
+
+def test_an_unreachable_database_fails_in_one_line(engine):
+    from support.broker import free_port
+
+    props = {"connection.url": f"jdbc:postgresql://127.0.0.1:{free_port()}/nowhere",
+             "mode": "bulk", "topic.prefix": "x-", "connection.attempts": "2",
+             "connection.backoff.ms": "50"}
+    c = JdbcSourceConnector()
+    c.initialize(ConnectorContext(engine))
+    with pytest.raises(ConnectError) as e:
+        c.start(props)
+    c.stop()
+    assert "\n" not in str(e.value) and "Cannot connect to jdbc:postgresql://127.0.0.1" in \
+        str(e.value)

@@ -88,6 +88,7 @@ MODES = (BULK, INCREMENTING, TIMESTAMP, TIMESTAMP_INCREMENTING)
 NUMERIC_MAPPINGS = ("none", "precision_only", "best_fit", "best_fit_eager_double")
 TASK_TABLES = "tables"  # a task's tables, as a JSON list (Confluent's task config key)
 DRIVER_DIR = "/usr/share/java"  # where workers find installed drivers (kctl.runtime.spark)
+_MAX_IDLE_S = 1.0
 TS_COLUMN = "__kctl_ts"  # SQLite: the timestamp as epoch ms, computed by the query itself
 
 # offset keys: Confluent's, plus the position of a snapshot still under way
@@ -709,10 +710,12 @@ class JdbcSourceTask(SourceTask):
         return any(t.next_poll <= now for t in self._tables)
 
     def _idle_wait(self) -> float:
+        """How long an empty poll waits: until a table is due, at most a second so the
+        runtime's loop still commits offsets and notices pauses."""
+        cap = min(self.s.poll_ms / 1000, _MAX_IDLE_S)
         if not self._tables:
-            return self.s.poll_ms / 1000
-        return max(0.0, min(min(t.next_poll for t in self._tables) - self._clock(),
-                            self.s.poll_ms / 1000))
+            return cap
+        return max(0.0, min(min(t.next_poll for t in self._tables) - self._clock(), cap))
 
     def _next_items(self) -> list[Item]:
         """Read the tables that are due, in turn, until one has rows (a read may find
@@ -915,7 +918,7 @@ class JdbcSourceTask(SourceTask):
             df = self._load(t, sql, partition)
             table = df.toArrow()
             bad: dict[int, str] = {}
-            raw: list[tuple] | None = None
+            raw: dict[int, dict[str, Any]] = {}
         except Exception as e:
             if self._stop.is_set():
                 raise ConnectError("stopping") from e
@@ -927,7 +930,7 @@ class JdbcSourceTask(SourceTask):
             log.warning("Spark could not read %s (%s); reading it row by row to find the "
                         "rows that do not convert", t.label, line)
             table, bad, raw = self._fetch_rows(df, sql, line)
-        return self._prepare(t, table, bad, sort, raw if bad else None)
+        return self._prepare(t, table, bad, sort, raw)
 
     def _exists(self, t: _Table) -> bool:
         try:
@@ -936,7 +939,7 @@ class JdbcSourceTask(SourceTask):
             return True  # cannot tell: treat it as a read failure
 
     def _fetch_rows(self, df: DataFrame, sql: str, spark_error: str
-                    ) -> tuple[pa.Table, dict[int, str], list[tuple]]:
+                    ) -> tuple[pa.Table, dict[int, str], dict[int, dict[str, Any]]]:
         """`sql` through DB-API, each value converted to the type Spark would give it."""
         from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -957,10 +960,10 @@ class JdbcSourceTask(SourceTask):
             [pa.field(f.name, f.type, True) for f in schema]))
         if not bad:
             log.warning("Read through DB-API what Spark could not (%s)", spark_error)
-        return table, bad, raw
+        return table, bad, {i: dict(zip(names, raw[i], strict=False)) for i in bad}
 
     def _prepare(self, t: _Table, table: pa.Table, bad: dict[int, str],
-                 sort: str | None, raw: list[tuple] | None = None) -> _Rows:
+                 sort: str | None, raw: dict[int, dict[str, Any]]) -> _Rows:
         """Sort into offset order, take out the helper column, convert SQLite's temporal
         text, and note each row's position (timestamp, incrementing value)."""
         s = self.s
@@ -981,12 +984,10 @@ class JdbcSourceTask(SourceTask):
             if not _is_identity(order):
                 table = table.take(order)
                 helpers = {k: v.take(order) for k, v in helpers.items()}
-                if bad or raw is not None:
-                    pos = order.to_pylist()
-                    inverse = {old: new for new, old in enumerate(pos)}
+                if bad:
+                    inverse = {old: new for new, old in enumerate(order.to_pylist())}
                     bad = {inverse[i]: m for i, m in bad.items()}
-                    if raw is not None:
-                        raw = [raw[i] for i in pos]
+                    raw = {inverse[i]: r for i, r in raw.items()}
         if "ts" in helpers:
             micros = helpers["ts"].to_pylist()
         if "inc" in helpers:
@@ -994,7 +995,11 @@ class JdbcSourceTask(SourceTask):
         if TS_COLUMN in table.column_names:
             table = table.drop_columns([TS_COLUMN])
         if self.dialect.name == "sqlite":
+            before = table
             table = self._sqlite_temporals(t, table, bad)
+            for i in bad:  # the row as it was read, for the dead letter queue
+                if i not in raw:
+                    raw[i] = before.slice(i, 1).to_pylist()[0]
         return _Rows(table, micros, incs, bad, raw)
 
     def _sqlite_temporals(self, t: _Table, table: pa.Table, bad: dict[int, str]) -> pa.Table:
@@ -1069,11 +1074,7 @@ class JdbcSourceTask(SourceTask):
         return got
 
     def _errant(self, t: _Table, rows: _Rows, i: int, offset: dict[str, Any]) -> _Errant:
-        if rows.raw is not None:
-            names = rows.table.column_names
-            raw = dict(zip(names, rows.raw[i], strict=False))
-        else:
-            raw = rows.table.slice(i, 1).to_pylist()[0]
+        raw = rows.raw.get(i) or rows.table.slice(i, 1).to_pylist()[0]
         text = json.dumps(raw, default=str, sort_keys=False)
         err = DataError(f"Row of {t.label} at {json.dumps(offset)} cannot be converted: "
                         f"{rows.bad[i]}")
@@ -1122,18 +1123,18 @@ class _Gone(Exception):
 class _Rows:
     """Rows of one read in offset order: Arrow values, each row's timestamp (epoch
     microseconds) and incrementing value, and the rows that did not convert (index ->
-    why, with the raw DB-API rows when there are some)."""
+    why, with those rows as they were read)."""
 
     table: pa.Table
     micros: list[int]
     incs: list[int]
     bad: dict[int, str]
-    raw: list[tuple] | None = None
+    raw: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def head(self, n: int) -> _Rows:
         return _Rows(self.table.slice(0, n), self.micros[:n], self.incs[:n],
                      {i: m for i, m in self.bad.items() if i < n},
-                     self.raw[:n] if self.raw is not None else None)
+                     {i: r for i, r in self.raw.items() if i < n})
 
     def column_ints(self, name: str) -> list[Any]:
         return pc.cast(self.table.column(name), pa.int64()).to_pylist()

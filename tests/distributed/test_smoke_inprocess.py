@@ -1,6 +1,8 @@
 import uuid
+
 import pytest
 from support.waiting import wait_until
+
 from kctl.launch import DistributedWorker
 from kctl.runtime.worker_config import WorkerConfig
 

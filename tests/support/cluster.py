@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
+
 from support.broker import free_port
 from support.waiting import wait_until
 from support.worker import Worker

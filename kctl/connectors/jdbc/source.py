@@ -392,13 +392,19 @@ class JdbcSourceConnector(SourceConnector):
                 log.warning("Listing the tables of %s failed: %s", redact_url(s.url), e)
                 continue
             with self._lock:
-                if self._assigned is None or tables in (self._assigned, self._requested):
+                if tables == self._requested or tables == self._assigned:
                     continue
-                added = sorted(set(tables) - set(self._assigned))
-                dropped = sorted(set(self._assigned) - set(tables))
+                assigned = self._assigned
                 self._requested = tables
-            log.info("Tables changed (added %s, dropped %s); reconfiguring tasks",
-                     added or "none", dropped or "none")
+            if assigned is None:
+                # the runtime restarted the tasks with the configs it had stored (a worker
+                # restart): let it compare them with the tables there are now
+                log.info("Checking the stored task configs against the tables: %s",
+                         ", ".join(tables) or "(none)")
+            else:
+                log.info("Tables changed (added %s, dropped %s); reconfiguring tasks",
+                         sorted(set(tables) - set(assigned)) or "none",
+                         sorted(set(assigned) - set(tables)) or "none")
             try:
                 self.context.request_task_reconfiguration()
             except Exception as e:

@@ -89,6 +89,7 @@ NUMERIC_MAPPINGS = ("none", "precision_only", "best_fit", "best_fit_eager_double
 TASK_TABLES = "tables"  # a task's tables, as a JSON list (Confluent's task config key)
 DRIVER_DIR = "/usr/share/java"  # where workers find installed drivers (kctl.runtime.spark)
 _MAX_IDLE_S = 1.0
+_STORED_CHECK_S = 2.0  # after a start without task_configs(): check the stored ones
 TS_COLUMN = "__kctl_ts"  # SQLite: the timestamp as epoch ms, computed by the query itself
 
 # offset keys: Confluent's, plus the position of a snapshot still under way
@@ -296,6 +297,7 @@ class JdbcSourceConnector(SourceConnector):
         self._settings: _Settings | None = None
         self._assigned: tuple[str, ...] | None = None
         self._requested: tuple[str, ...] | None = None
+        self._started = 0.0
         self._lock = threading.Lock()
 
     def config(self) -> ConfigDef:
@@ -349,6 +351,7 @@ class JdbcSourceConnector(SourceConnector):
         self._props = dict(props)
         self._settings = s = _Settings.parse(props)
         self._stop.clear()
+        self._started = time.monotonic()
         self._catalog = s.catalog(self._stop)
         if s.query:
             self._catalog.check()  # a wrong password fails the connector here, in one line
@@ -395,6 +398,8 @@ class JdbcSourceConnector(SourceConnector):
                 if tables == self._requested or tables == self._assigned:
                     continue
                 assigned = self._assigned
+                if assigned is None and time.monotonic() - self._started < _STORED_CHECK_S:
+                    continue  # a new connector: the runtime asks for task configs by itself
                 self._requested = tables
             if assigned is None:
                 # the runtime restarted the tasks with the configs it had stored (a worker

@@ -723,3 +723,17 @@ def test_an_unreachable_database_fails_in_one_line(engine):
     c.stop()
     assert "\n" not in str(e.value) and "Cannot connect to jdbc:postgresql://127.0.0.1" in \
         str(e.value)
+
+
+def test_a_restarted_connector_has_its_stored_task_configs_checked(engine, sqlite_db):
+    """A worker restart reuses the task configs it stored, without asking the connector:
+    the monitor asks for a reconfiguration once, so tables added meanwhile are not missed."""
+    sqlite_db.execute("CREATE TABLE t1 (id INTEGER PRIMARY KEY)")
+    c, ctx = start_connector(engine, props_for(sqlite_db))
+    try:
+        wait_until(lambda: ctx.reconfigurations == 1, timeout=30, message="the check")
+        assert tables_of(c.task_configs(2)) == [["t1"]]
+        sqlite_db.execute("CREATE TABLE t2 (id INTEGER PRIMARY KEY)")
+        wait_until(lambda: ctx.reconfigurations == 2, timeout=30, message="the new table")
+    finally:
+        c.stop()

@@ -208,6 +208,7 @@ def _converter_sections() -> Iterator[str]:
 def render_configuration() -> str:
     """The whole of docs/configuration.md."""
     from kctl.connectors.file import sink, source
+    from kctl.connectors.jdbc import source as jdbc_source
     from kctl.runtime.connector_config import COMMON, SINK, connector_def
 
     parts: list[str] = [
@@ -251,6 +252,10 @@ def render_configuration() -> str:
         f"`connector.class: FileSink` (`{_qualified(sink.FileSinkConnector)}`): "
         f"{_first_line(sink, 'FileSink:')}\n",
         _table(sink.FileSinkConnector().config()),
+        "## JdbcSource\n",
+        f"`connector.class: JdbcSource` (`{_qualified(jdbc_source.JdbcSourceConnector)}`): "
+        f"{_first_line(jdbc_source, 'JdbcSource:')}\n",
+        _table(jdbc_source.JdbcSourceConnector().config()),
     ]
     parts += [
         "## Transforms\n",
@@ -273,8 +278,9 @@ def render_configuration() -> str:
 def render_readme_block() -> str:
     """What goes between README.md's BEGIN/END GENERATED: configuration markers."""
     parts = _worker_section("###") + _common_section("###")
-    parts.append(f"Sink connector, converter, FileSource, FileSink, transform and predicate "
-                 f"keys: [{CONFIGURATION_MD.as_posix()}]({CONFIGURATION_MD.as_posix()}).\n")
+    parts.append(f"Sink connector, converter, FileSource, FileSink, JdbcSource, transform and "
+                 f"predicate keys: [{CONFIGURATION_MD.as_posix()}]"
+                 f"({CONFIGURATION_MD.as_posix()}).\n")
     return "\n".join(parts)
 
 

@@ -1,5 +1,4 @@
-"""JdbcSource: database tables (or one query) become records, read through Spark's JDBC
-data source.
+"""JdbcSource: database tables (or one query) become records, read through Spark JDBC.
 
 Confluent's JDBC source connector is the reference: `mode` bulk | incrementing | timestamp
 | timestamp+incrementing, tables as source partitions split N:1 over tasks, a thread in the

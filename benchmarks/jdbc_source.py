@@ -127,10 +127,14 @@ def spark_read(worker: Any, db: Scratch, table: str, n: int, partitions: int) ->
 # -- the pipeline --------------------------------------------------------------------------
 
 
+SNAPSHOT_PARTITIONS = [0]  # --snapshot-partitions (0: the connector's default)
+
+
 def source_config(db: Scratch, table: str, prefix: str, batch: int) -> dict[str, Any]:
     return {"connector.class": "JdbcSource", "connection.url": db.url, "mode": "bulk",
             "table.include.list": table, "topic.prefix": prefix, "batch.max.rows": batch,
-            "poll.interval.ms": 3_600_000, "tasks.max": 1}
+            "poll.interval.ms": 3_600_000, "tasks.max": 1,
+            "snapshot.partitions": SNAPSHOT_PARTITIONS[0]}
 
 
 def topic_end(worker: Any, topic: str) -> Callable[[], int]:
@@ -240,7 +244,10 @@ def main() -> None:
     parser.add_argument("--url", default=os.environ.get(
         "KCTL_BENCH_PG_URL", "jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres"),
         help="a PostgreSQL server to make a scratch database in")
+    parser.add_argument("--snapshot-partitions", type=int, default=0,
+                        help="JdbcSource snapshot.partitions (default 0: Spark's parallelism)")
     args = parser.parse_args()
+    SNAPSHOT_PARTITIONS[0] = args.snapshot_partitions
     n = args.records or (20_000 if args.quick else 1_000_000)
     from kctl.connectors.jdbc.source import CONFIG_DEF
 

@@ -73,3 +73,23 @@ def test_dlq_show_benchmark_checks_every_format_and_prints_client_time():
     for fmt in ("json", "yaml", "table"):
         assert "client time beyond REST" in line_with(out, f"kctl dlq show -o {fmt}")
     assert "raw: GET /connectors/NAME/dlq" in out
+
+
+def test_jdbc_source_benchmark_prints_rates_and_ratios(postgres_server):
+    """benchmarks/jdbc_source.py at a tiny size on the test PostgreSQL: its topic holds every
+    row once, and it prints the pipeline against Spark JDBC and COPY."""
+    import os
+
+    url = f"jdbc:postgresql://127.0.0.1:{postgres_server.port}/postgres?user={postgres_server.user}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's kctl, not an installed one
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "jdbc_source.py"), "--quick",
+                        "--records", RECORDS, "--url", url], capture_output=True, text=True,
+                       timeout=540, env=env)
+    assert r.returncode == 0, f"jdbc_source.py failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
+    out = r.stdout
+    assert "every id exactly once, keyed" in line_with(out, "run 1:")
+    assert "rows/s" in line_with(out, "pipeline: JdbcSource bulk")
+    for label in ("raw Spark JDBC read", "psycopg COPY TO STDOUT",
+                  "JdbcSourceTask.poll() alone"):
+        assert "JdbcSource/this" in line_with(out, label)
+    assert "target >= 0.5" in line_with(out, "raw Spark JDBC read")

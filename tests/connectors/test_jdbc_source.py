@@ -10,6 +10,7 @@ import decimal
 import json
 import uuid
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -737,3 +738,16 @@ def test_a_restarted_connector_has_its_stored_task_configs_checked(engine, sqlit
         wait_until(lambda: ctx.reconfigurations == 2, timeout=30, message="the new table")
     finally:
         c.stop()
+
+
+@pytest.mark.parametrize("example", ["source-sqlite.yaml", "source-postgresql.yaml"])
+def test_the_examples_are_valid_configurations(example):
+    import yaml
+
+    from kctl.runtime.connector_config import as_strings
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "jdbc" / example
+    config = as_strings(yaml.safe_load(path.read_text()))
+    assert config["connector.class"] == "JdbcSource"
+    values = JdbcSourceConnector().validate(config)
+    assert {v.name: v.errors for v in values if v.errors} == {}

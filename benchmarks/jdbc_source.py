@@ -174,7 +174,8 @@ def verify(worker: Any, topic: str, n: int) -> str:
 
     from kctl.runtime.dlq import read_topic
 
-    ids = [json.loads(r.key)["payload"]["id"] for r in read_topic(worker.transport, topic)]
+    keys = [json.loads(r.key) for r in read_topic(worker.transport, topic)]
+    ids = [k["payload"]["id"] if "payload" in k else k["id"] for k in keys]
     if sorted(ids) == list(range(n)):
         return f"topic verified: {n:,} records, every id exactly once, keyed"
     return f"TOPIC MISMATCH: {len(ids):,} records, {len(set(ids)):,} distinct ids, expected {n:,}"
@@ -246,6 +247,9 @@ def main() -> None:
         help="a PostgreSQL server to make a scratch database in")
     parser.add_argument("--snapshot-partitions", type=int, default=0,
                         help="JdbcSource snapshot.partitions (default 0: Spark's parallelism)")
+    parser.add_argument("--no-schemas", action="store_true",
+                        help="key/value.converter.schemas.enable=false (bare JSON payloads "
+                             "instead of envelopes that repeat the schema in every record)")
     args = parser.parse_args()
     SNAPSHOT_PARTITIONS[0] = args.snapshot_partitions
     n = args.records or (20_000 if args.quick else 1_000_000)
@@ -265,13 +269,18 @@ def main() -> None:
               "StandaloneWorker")
         print(f"{n:,} rows (id BIGINT PRIMARY KEY, user_name, page, ms, ok, ts), table "
               f"{mb:.1f} MB on disk")
+        schemas = "disabled" if args.no_schemas else "enabled"
+        parts_note = args.snapshot_partitions or "Spark's default parallelism"
         print(f"JdbcSource: mode bulk, batch.max.rows {batch:,}, tasks.max 1, snapshot "
-              f"partitions = Spark's default parallelism; worker: spark.master local[2], "
-              f"JsonConverter (schemas enabled) for keys and values")
+              f"partitions {parts_note}; worker: spark.master local[2], "
+              f"JsonConverter (schemas {schemas}) for keys and values")
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPU(s)", flush=True)
         config = {"state.dir": os.path.join(work, "state"), "listeners": "http://127.0.0.1:0",
                   "spark.master": "local[2]", "spark.driver.memory": "2g",
                   "spark.ui.enabled": "false"}
+        if args.no_schemas:
+            config.update({"key.converter.schemas.enable": "false",
+                           "value.converter.schemas.enable": "false"})
         with running_worker(config) as worker:
             spark_s = start_spark(worker)
             t = time.perf_counter()

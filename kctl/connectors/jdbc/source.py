@@ -755,6 +755,10 @@ class JdbcSourceTask(SourceTask):
             self._tables.remove(t)
             return []
         except ConnectError as e:
+            if t.name is not None and not self._stop.is_set() and not self._exists(t):
+                log.warning("%s no longer exists; not reading it any more", t.label)
+                self._tables.remove(t)
+                return []
             t.failures += 1
             if t.failures >= self.s.attempts or self._stop.is_set():
                 raise ConnectError(f"Reading {t.label} failed: {e}") from e

@@ -107,10 +107,11 @@ def test_a_table_is_snapshotted_then_followed_across_a_sigkill(tmp_path, postgre
                              .stdout)["offsets"]
             return {o["partition"]["table"]: o["offset"] for o in got}
 
-        # the last row read, by (timestamp, id): the inserts and updates share one
-        # transaction's timestamp, and the largest id among them is the last insert
-        wait_until(lambda: offsets().get("orders", {}).get("incrementing") == ROWS + 1000,
-                   timeout=30, message="the source offset at the last row")
+        # the last row read, by (timestamp, id): the UPDATE committed after the INSERT (the
+        # test's connection autocommits), so its largest id, ROWS, has the latest timestamp
+        wait_until(lambda: offsets().get("orders", {}).get("incrementing") == ROWS,
+                   timeout=30, message="the source offset at the last row",
+                   on_timeout=lambda: repr(offsets()))
         assert set(offsets()["orders"]) == {"timestamp", "timestamp_nanos", "incrementing"}
 
         # a dropped table stops being read: one task again, still running

@@ -751,3 +751,35 @@ def test_the_examples_are_valid_configurations(example):
     assert config["connector.class"] == "JdbcSource"
     values = JdbcSourceConnector().validate(config)
     assert {v.name: v.errors for v in values if v.errors} == {}
+
+
+def test_a_timestamp_snapshot_resumes_and_then_follows_on_every_database(engine, jdbc_db):
+    """The snapshot's watermark and key ranges in each dialect (SQLite compares its text
+    timestamps as epoch milliseconds), a restart in the middle, then the followed rows."""
+    jdbc_db.execute(f"CREATE TABLE t (id {int_pk(jdbc_db)}, v INT, ts {ddl_ts(jdbc_db)})")
+    insert(jdbc_db, "t", [(i, i, ts_value(jdbc_db, T0 + dt.timedelta(seconds=i % 7)))
+                          for i in range(1, 301)], "id, v, ts")
+    store = OffsetStore()
+    props = props_for(jdbc_db, mode="timestamp+incrementing", timestamp_column_name="ts",
+                      incrementing_column_name="id", batch_max_rows=100)
+    task = start_task(engine, store, props, ["t"])
+    first = drain(task, store, limit=100)
+    task.stop()
+    assert sorted(ids(first)) == list(range(1, 101))
+    assert store.offset({"table": "t"})["snapshot.key"] == 100
+    ph = "?" if jdbc_db.server is None else "%s"
+    conn = jdbc_db.connect()
+    cur = conn.cursor()
+    cur.execute(f"UPDATE t SET v = -1, ts = {ph} WHERE id IN (50, 250)",
+                (ts_value(jdbc_db, T0 + dt.timedelta(hours=1)),))
+    if jdbc_db.server is not None:
+        conn.commit()
+    conn.close()
+    task = start_task(engine, store, props, ["t"])
+    try:
+        rest = drain(task, store)
+    finally:
+        task.stop()
+    assert sorted(ids(first + rest[:-2])) == [i for i in range(1, 301) if i != 250]
+    assert [(val(r)["id"], val(r)["v"]) for r in rest[-2:]] == [(50, -1), (250, -1)]
+    assert set(store.offset({"table": "t"})) == {"timestamp", "timestamp_nanos", "incrementing"}

@@ -212,6 +212,7 @@ def render_configuration() -> str:
     """The whole of docs/configuration.md."""
     from kctl.connectors.file import sink, source
     from kctl.connectors.jdbc import sink as jdbc_sink
+    from kctl.connectors.jdbc import source as jdbc_source
     from kctl.runtime.connector_config import COMMON, SINK, connector_def
 
     parts: list[str] = [
@@ -255,6 +256,10 @@ def render_configuration() -> str:
         f"`connector.class: FileSink` (`{_qualified(sink.FileSinkConnector)}`): "
         f"{_first_line(sink, 'FileSink:')}\n",
         _table(sink.FileSinkConnector().config()),
+        "## JdbcSource\n",
+        f"`connector.class: JdbcSource` (`{_qualified(jdbc_source.JdbcSourceConnector)}`): "
+        f"{_first_line(jdbc_source, 'JdbcSource:')}\n",
+        _table(jdbc_source.JdbcSourceConnector().config()),
         "## JdbcSink\n",
         f"`connector.class: JdbcSink` (`{_qualified(jdbc_sink.JdbcSinkConnector)}`): "
         f"{_first_line(jdbc_sink, 'JdbcSink:')} "
@@ -283,9 +288,9 @@ def render_configuration() -> str:
 def render_readme_block() -> str:
     """What goes between README.md's BEGIN/END GENERATED: configuration markers."""
     parts = _worker_section("###") + _common_section("###")
-    parts.append(f"Sink connector, converter, FileSource, FileSink, JdbcSink, transform and "
-                 f"predicate "
-                 f"keys: [{CONFIGURATION_MD.as_posix()}]({CONFIGURATION_MD.as_posix()}).\n")
+    parts.append(f"Sink connector, converter, FileSource, FileSink, JdbcSource, JdbcSink, "
+                 f"transform and predicate keys: [{CONFIGURATION_MD.as_posix()}]"
+                 f"({CONFIGURATION_MD.as_posix()}).\n")
     return "\n".join(parts)
 
 

@@ -90,3 +90,23 @@ def test_jdbc_sink_benchmark_prints_rates_and_ratios(postgres_server):
     assert "JdbcSink/this" in line_with(out, "ceiling: psycopg COPY")
     assert "excluded from timing: SparkSession start" in out
     every_run_verified(out)
+
+
+def test_jdbc_source_benchmark_prints_rates_and_ratios(postgres_server):
+    """benchmarks/jdbc_source.py at a tiny size on the test PostgreSQL: its topic holds every
+    row once, and it prints the pipeline against Spark JDBC and COPY."""
+    import os
+
+    url = f"jdbc:postgresql://127.0.0.1:{postgres_server.port}/postgres?user={postgres_server.user}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's kctl, not an installed one
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "jdbc_source.py"), "--quick",
+                        "--records", RECORDS, "--url", url], capture_output=True, text=True,
+                       timeout=540, env=env)
+    assert r.returncode == 0, f"jdbc_source.py failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
+    out = r.stdout
+    assert "every id exactly once, keyed" in line_with(out, "run 1:")
+    assert "rows/s" in line_with(out, "pipeline: JdbcSource bulk")
+    for label in ("raw Spark JDBC read", "psycopg COPY TO STDOUT",
+                  "JdbcSourceTask.poll() alone"):
+        assert "JdbcSource/this" in line_with(out, label)
+    assert "target >= 0.5" in line_with(out, "raw Spark JDBC read")

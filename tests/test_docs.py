@@ -81,7 +81,7 @@ def test_every_section_is_there(configuration):
     headings = [line for line in configuration.splitlines() if line.startswith("## ")]
     assert headings == ["## Worker", "## Connectors (common)", "## Sink connectors",
                         "## Source connectors", "## Converters", "## FileSource",
-                        "## FileSink", "## JdbcSink", "## Transforms", "## Predicates"]
+                        "## FileSink", "## JdbcSource", "## JdbcSink", "## Transforms", "## Predicates"]
     assert REGENERATE in configuration.split("## Worker")[0]
 
 

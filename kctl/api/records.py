@@ -144,9 +144,11 @@ class OffsetAndMetadata:
 class SourceBatch:
     """Consecutive records of one source partition, as columns.
 
-    Row i is the record `SourceRecord(topic, None, None, None, value_schema, values[i],
-    source_partition=source_partition, source_offset={k: offsets[k][i] for k in offsets})`.
-    `values` is a pyarrow Array of `value_schema` (a StructArray for a STRUCT schema).
+    Row i is the record `SourceRecord(topic, None, key_schema, keys[i], value_schema,
+    values[i], source_partition=source_partition, source_offset={k: offsets[k][i] for k in
+    offsets})`. `values` is a pyarrow Array of `value_schema` (a StructArray for a STRUCT
+    schema); `keys`, when not None, a pyarrow Array of `key_schema` (records keyed by a
+    table's primary key, say), else the records have no key.
     """
 
     topic: str
@@ -154,6 +156,8 @@ class SourceBatch:
     value_schema: Schema
     values: Any  # pyarrow.Array
     offsets: Mapping[str, Sequence[Any]]
+    key_schema: Schema | None = None
+    keys: Any = None  # pyarrow.Array of key_schema, or None: no keys
 
     def __len__(self) -> int:
         return len(self.values)
@@ -165,11 +169,16 @@ class SourceBatch:
         from kctl.api.arrow import array_to_connect
 
         topic, schema, part = self.topic, self.value_schema, self.source_partition
-        keys = list(self.offsets)
-        rows = zip(*self.offsets.values(), strict=True) if keys else ((),) * len(self)
-        return [SourceRecord(topic, None, None, None, schema, v, source_partition=part,
-                             source_offset=dict(zip(keys, off, strict=True)))
-                for v, off in zip(array_to_connect(self.values, schema), rows, strict=True)]
+        names = list(self.offsets)
+        rows = zip(*self.offsets.values(), strict=True) if names else ((),) * len(self)
+        ks = self.key_schema
+        keys = array_to_connect(self.keys, ks) if self.keys is not None and ks is not None \
+            else [None] * len(self)
+        return [SourceRecord(topic, None, ks if k is not None else None, k, schema, v,
+                             source_partition=part,
+                             source_offset=dict(zip(names, off, strict=True)))
+                for k, v, off in zip(keys, array_to_connect(self.values, schema), rows,
+                                     strict=True)]
 
 
 @dataclass(frozen=True, slots=True)

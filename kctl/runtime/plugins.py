@@ -30,6 +30,7 @@ BUILTIN_CONNECTORS = {
     "FileSource": "kctl.connectors.file:FileSourceConnector",
     "FileSink": "kctl.connectors.file:FileSinkConnector",
     "JdbcSink": "kctl.connectors.jdbc:JdbcSinkConnector",
+    "JdbcSource": "kctl.connectors.jdbc:JdbcSourceConnector",
 }
 
 

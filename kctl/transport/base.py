@@ -101,14 +101,17 @@ class Producer(ABC):
             self.send(r, on_delivery)
 
     def send_batch(self, topic: str, values: pa.Array, on_delivery: BatchCallback,
-                   *, headers: HeaderColumns = ()) -> None:
-        """Queue keyless rows for one topic in order, with one callback for all of them.
+                   *, headers: HeaderColumns = (), keys: pa.Array | None = None) -> None:
+        """Queue rows for one topic in order, with one callback for all of them.
 
-        The columnar path of a source task: values and headers stay Arrow binary arrays,
-        with no ProducerRecord or callback per row. This default sends row by row; a
-        transport that can append a batch at once overrides it.
+        The columnar path of a source task: values, headers and keys stay Arrow binary
+        arrays, with no ProducerRecord or callback per row. Keyless rows go where keyless
+        records go; `keys` (a binary array, one per row) partition rows as keyed records
+        are partitioned. This default sends row by row; a transport that can append a batch
+        at once overrides it.
         """
         rows, row_headers = column_rows(values, headers)
+        row_keys: list[bytes | None] = keys.to_pylist() if keys is not None else [None] * len(rows)
         n = len(rows)
         if n == 0:
             on_delivery(BatchDelivery({}, {}))
@@ -129,7 +132,7 @@ class Producer(ABC):
                 on_delivery(BatchDelivery(errors, ends))
 
         for i, v in enumerate(rows):
-            record = ProducerRecord(topic, v, None, None, row_headers[i])
+            record = ProducerRecord(topic, v, row_keys[i], None, row_headers[i])
             try:
                 self.send(record, lambda md, err, i=i: settled(i, md, err))
             except Exception as e:  # refused before it was queued: that row failed

@@ -212,9 +212,10 @@ class KafkaProducer(Producer):
         self._p = KProducer(conf)
 
     def send_batch(self, topic: str, values: pa.Array, on_delivery: BatchCallback,
-                   *, headers: HeaderColumns = ()) -> None:
+                   *, headers: HeaderColumns = (), keys: pa.Array | None = None) -> None:
         """librdkafka batches by itself: produce row by row with one light callback each."""
         rows, row_headers = column_rows(values, headers)
+        row_keys = keys.to_pylist() if keys is not None else None
         n = len(rows)
         if n == 0:
             on_delivery(BatchDelivery({}, {}))
@@ -225,10 +226,11 @@ class KafkaProducer(Producer):
             cb = functools.partial(settle, i)
             while True:
                 try:
+                    k = row_keys[i] if row_keys is not None else None
                     if headers:
-                        produce(topic, v, on_delivery=cb, headers=list(row_headers[i]))
+                        produce(topic, v, k, on_delivery=cb, headers=list(row_headers[i]))
                     else:
-                        produce(topic, v, on_delivery=cb)
+                        produce(topic, v, k, on_delivery=cb)
                     break
                 except BufferError:  # local queue full: serve callbacks, then try again
                     self._p.poll(0.1)

@@ -338,10 +338,10 @@ FROM_ARROW_NONE = {
     "array schema": (SchemaBuilder.array(INT32_SCHEMA).build(), pa.array([[1]], pa.list_(pa.int32()))),
     "map schema": (SchemaBuilder.map(STRING_SCHEMA, INT32_SCHEMA).build(),
                    pa.array([[("a", 1)]], pa.map_(pa.string(), pa.int32()))),
-    "decimal": (decimal_schema(2), pa.array([1], pa.decimal128(5, 2))),
-    "date": (date_schema(), pa.array([1], pa.date32())),
-    "time": (time_schema(), pa.array([1], pa.time64("us"))),
-    "timestamp": (timestamp_schema(), pa.array([1], pa.timestamp("us", tz="UTC"))),
+    "decimal of another scale": (decimal_schema(3), pa.array([1], pa.decimal128(5, 2))),
+    "date64 for a date": (date_schema(), pa.array([1], pa.date64())),
+    "int column for a timestamp": (timestamp_schema(), pa.array([1], pa.int64())),
+    "string column for a time": (time_schema(), pa.array(["x"])),
     "default at top": (Schema(Type.INT32, default=7), pa.array([1], pa.int32())),
     "default in a field": (_struct(("a", Schema(Type.INT32, optional=True, default=7))),
                            pa.array([{"a": 1}], pa.struct([("a", pa.int32())]))),
@@ -567,3 +567,67 @@ def test_to_arrow_accepts_bytes_like_values():
     assert res is not None
     assert res[0] == _S
     assert res[1].field("i").to_pylist() == [1, 2, 3]
+
+
+# --- logical types (what database rows hold): byte-identical to per record -----------------
+
+_TS_RANGE = (-(2**50), 2**50)  # about +-35 years of microseconds around 1970, and beyond
+LOGICAL: dict[str, tuple[pa.DataType, Schema, st.SearchStrategy]] = {
+    "timestamp us UTC": (pa.timestamp("us", tz="UTC"), timestamp_schema(True),
+                         st.integers(*_TS_RANGE)),
+    "timestamp ms": (pa.timestamp("ms", tz="UTC"), timestamp_schema(True),
+                     st.integers(-(2**40), 2**40)),
+    "timestamp no zone": (pa.timestamp("us"), timestamp_schema(True), st.integers(*_TS_RANGE)),
+    "date": (pa.date32(), date_schema(True), st.integers(-100_000, 100_000)),
+    "time us": (pa.time64("us"), time_schema(True), st.integers(0, 86_400_000_000 - 1)),
+    "time ms": (pa.time32("ms"), time_schema(True), st.integers(0, 86_400_000 - 1)),
+}
+
+
+@FAST
+@given(kind=st.sampled_from(sorted(LOGICAL)), data=st.data(), enable=st.booleans())
+def test_logical_columns_encode_as_per_record(kind, data, enable):
+    t, schema, raw = LOGICAL[kind]
+    rows = data.draw(st.lists(st.one_of(st.none(), raw), min_size=1, max_size=20))
+    storage = pa.int32() if t in (pa.date32(), pa.time32("ms")) else pa.int64()
+    arr = pa.array(rows, storage).cast(t)
+    c = conv(enable)
+    got = from_arrow(c, "t", schema, arr)
+    assert got is not None and got == per_record_encode(c, schema, arr)
+
+
+@FAST
+@given(data=st.data(), precision=st.integers(1, 38), enable=st.booleans(),
+       numeric=st.booleans())
+def test_decimal_columns_encode_as_per_record(data, precision, enable, numeric):
+    import decimal
+
+    scale = data.draw(st.integers(0, precision))
+    digits = st.integers(-(10**precision) + 1, 10**precision - 1)
+    rows = data.draw(st.lists(st.one_of(st.none(), digits), min_size=1, max_size=20))
+    values = [None if v is None else decimal.Decimal(f"{v}e-{scale}") for v in rows]
+    arr = pa.array(values, pa.decimal128(precision, scale))
+    schema = arrow_type_to_connect(arr.type, optional=True)
+    c = load_converter("json", {"schemas.enable": str(enable).lower(),
+                                "decimal.format": "NUMERIC" if numeric else "BASE64"}, False)
+    got = from_arrow(c, "t", schema, arr)
+    assert got is not None and got == per_record_encode(c, schema, arr)
+
+
+def test_a_database_row_with_every_logical_type_takes_the_columnar_path():
+    import datetime as dt
+    import decimal
+
+    arr = pa.array([{"id": 1, "at": dt.datetime(1969, 12, 31, 23, 59, 59, 999_999),
+                     "day": dt.date(2024, 1, 2), "price": decimal.Decimal("-3.45"),
+                     "t": dt.time(1, 2, 3, 456_789)},
+                    {"id": 2, "at": None, "day": None, "price": None, "t": None}],
+                   pa.struct([("id", pa.int64()), ("at", pa.timestamp("us", tz="UTC")),
+                              ("day", pa.date32()), ("price", pa.decimal128(10, 2)),
+                              ("t", pa.time64("us"))]))
+    schema = arrow_type_to_connect(arr.type, optional=False)
+    c = conv(True)
+    got = from_arrow(c, "t", schema, arr)
+    assert got is not None and got == per_record_encode(c, schema, arr)
+    payload = json.loads(got[0])["payload"]
+    assert payload["at"] == -1 and payload["day"] == 19724 and payload["t"] == 3723456

@@ -98,6 +98,24 @@ def test_a_source_batch_writes_exactly_what_its_records_write(worker):
     assert tasks[TaskId("rows", 0)].columns_sent == 0
 
 
+def test_a_keyed_source_batch_writes_exactly_what_its_records_write(worker):
+    """Keys (a primary key, say) stay on the columnar path: the same key and value bytes and
+    source positions as the records the batch stands for, sent as columns."""
+    h = worker.herder
+    for name, columnar in (("cols", "true"), ("rows", "false")):
+        h.create_connector(name, {"connector.class": COLUMNS, "topic": f"t-{name}", "count": N,
+                                  "columnar": columnar, "keyed": "true"})
+    wait_until(lambda: topic_size(worker, "t-cols") == N and topic_size(worker, "t-rows") == N,
+               message=f"{N} records in both topics")
+    cols, rows = read_topic(worker, "t-cols", N), read_topic(worker, "t-rows", N)
+    assert [(r.key, r.value) for r in cols] == [(r.key, r.value) for r in rows]
+    assert [json.loads(r.key)["payload"] for r in cols] == [{"id": i} for i in range(N)]
+    assert [source_header(r)[2:] for r in cols] == [source_header(r)[2:] for r in rows]
+    tasks = worker.herder.worker.tasks
+    assert tasks[TaskId("cols", 0)].columns_sent == N
+    assert tasks[TaskId("rows", 0)].columns_sent == 0
+
+
 def test_a_restarted_columnar_source_resumes_after_its_last_batch(worker):
     h = worker.herder
     h.create_connector("cols", {"connector.class": COLUMNS, "topic": "t", "count": 500})

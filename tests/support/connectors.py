@@ -166,7 +166,8 @@ class ColumnSourceConnector(SourceConnector):
                 .define("topic", ConfigType.STRING, doc="Target topic")
                 .define("count", ConfigType.INT, 1000, doc="Rows per task")
                 .define("per.poll", ConfigType.INT, 250, doc="Rows per poll")
-                .define("columnar", ConfigType.BOOLEAN, True, doc="Return SourceBatch columns"))
+                .define("columnar", ConfigType.BOOLEAN, True, doc="Return SourceBatch columns")
+                .define("keyed", ConfigType.BOOLEAN, False, doc="Key each row by {id}"))
 
     def start(self, props: Mapping[str, str]) -> None:
         self.props = dict(props)
@@ -196,6 +197,9 @@ class ColumnSourceTask(SourceTask):
                                ("score", pa.float64()), ("ok", pa.bool_()),
                                ("inner", pa.struct([("n", pa.int32()), ("tag", pa.string())]))])
         self.schema = arrow_type_to_connect(self.type, optional=False)
+        self.keyed = props.get("keyed", "false").lower() == "true"
+        self.key_type = pa.struct([pa.field("id", pa.int64(), nullable=False)])
+        self.key_schema = arrow_type_to_connect(self.key_type, optional=False)
         stored = self.context.offset_storage_reader.offset(self.partition)
         self.next = stored["i"] + 1 if stored else 0
 
@@ -207,9 +211,11 @@ class ColumnSourceTask(SourceTask):
             return None
         ids = range(self.next, min(self.next + self.per_poll, self.count))
         self.next = ids[-1] + 1
+        keys = pa.array([{"id": i} for i in ids], self.key_type) if self.keyed else None
         batch = SourceBatch(self.topic, self.partition, self.schema,
                             pa.array([column_row(i) for i in ids], self.type),
-                            {"i": list(ids), "half": [i // 2 for i in ids]})
+                            {"i": list(ids), "half": [i // 2 for i in ids]},
+                            self.key_schema if self.keyed else None, keys)
         return [batch] if self.columnar else batch.records()
 
     def stop(self) -> None:

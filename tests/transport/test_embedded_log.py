@@ -723,6 +723,38 @@ def test_a_column_batch_is_written_byte_for_byte_as_row_by_row_sends(tmp_path_fa
         segment_files(state, "rows")[0].read_bytes()
 
 
+def test_a_keyed_column_batch_is_written_byte_for_byte_as_keyed_sends(tmp_path):
+    """Keys in the column encoder (and its per-row fallback for a null key) give the frames
+    the per-record encoder writes; a compacted topic keeps the last value of each key."""
+    rows = [(f"k{i % 5}".encode(), f"value {i}".encode()) for i in range(40)]
+    with EmbeddedTransport(tmp_path, clock=Clock()) as t:
+        for name in ("rows", "cols", "nullkey-rows", "nullkey-cols"):
+            t.create_topic(TopicSpec(name, 1))
+        produce(t, [ProducerRecord("rows", v, k, partition=0) for k, v in rows])
+        with_null = [*rows[:3], (None, b"no key"), *rows[3:6]]
+        produce(t, [ProducerRecord("nullkey-rows", v, k, partition=0) for k, v in with_null])
+        p = t.producer()
+        p.send_batch("cols", pa.array([v for _, v in rows], pa.binary()), lambda r: None,
+                     keys=pa.array([k for k, _ in rows], pa.binary()))
+        p.send_batch("nullkey-cols", pa.array([v for _, v in with_null], pa.binary()),
+                     lambda r: None, keys=pa.array([k for k, _ in with_null], pa.binary()))
+        t.create_topic(TopicSpec("compact", 1, config={"cleanup.policy": "compact"}))
+        p.send_batch("compact", pa.array([v for _, v in rows], pa.binary()), lambda r: None,
+                     keys=pa.array([k for k, _ in rows], pa.binary()))
+        assert p.flush() == 0
+        p.close()
+        t.compact("compact")
+        c = t.consumer(None)
+        c.assign([TopicPartition("compact", 0)])
+        kept = {r.key: r.value for r in c.poll_batch(100, 0)}
+        c.close()
+    assert segment_files(tmp_path, "cols")[0].read_bytes() == \
+        segment_files(tmp_path, "rows")[0].read_bytes()
+    assert segment_files(tmp_path, "nullkey-cols")[0].read_bytes() == \
+        segment_files(tmp_path, "nullkey-rows")[0].read_bytes()
+    assert kept == {f"k{j}".encode(): f"value {35 + j}".encode() for j in range(5)}
+
+
 def test_column_batches_are_indexed_as_a_reopen_indexes_them(tmp_path):
     """Seeks into the middle of big column batches land on the right record, and the live
     sparse index equals the one rebuilt from the files."""

@@ -184,6 +184,37 @@ def test_topics_are_created_listed_and_deleted(transport):
         admin.delete_topics([plain])  # deleting twice must not hang
 
 
+def test_a_keyed_column_batch_lands_where_its_keys_say(transport):
+    """send_batch with keys: each row in its key's partition (Kafka's partitioner), in
+    order within the partition, keys and headers as sent; the callback names each
+    partition's end."""
+    topic = new_topic(transport, 3)
+    n = 300
+    keys = pa.array([f"key-{i % 37}".encode() for i in range(n)], pa.binary())
+    values = pa.array([f"v{i}".encode() for i in range(n)], pa.binary())
+    headers = [("h", pa.array([f"{i}".encode() for i in range(n)], pa.binary()))]
+    p = transport.producer()
+    delivered: list[BatchDelivery] = []
+    p.send_batch(topic, values, delivered.append, headers=headers, keys=keys)
+    assert p.flush(30) == 0
+    p.close()
+    c = reader(transport, topic, 3)
+    got = drain(c, n)
+    c.close()
+    assert len(got) == n
+    for r in got:
+        i = int(r.headers[0][1])
+        assert (r.key, r.value) == (f"key-{i % 37}".encode(), f"v{i}".encode())
+        assert r.partition == partition_for_key(r.key, 3)
+    for part in range(3):
+        rows = [int(r.headers[0][1]) for r in got if r.partition == part]
+        assert rows == sorted(rows)
+    [result] = delivered
+    assert not result.errors
+    assert result.ends == {(topic, part): max(r.offset for r in got if r.partition == part) + 1
+                           for part in {r.partition for r in got}}
+
+
 def test_a_column_batch_arrives_as_if_it_had_been_sent_row_by_row(transport):
     """send_batch: keyless rows as Arrow columns, one callback for all of them."""
     topic = new_topic(transport, 1)

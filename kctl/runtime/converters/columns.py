@@ -15,13 +15,15 @@ names (nested structs inline unless they have null rows). Decoding parses the pa
 parser and Python's json agree (see `decode_envelopes`).
 
 Supported schemas: INT8/16/32/64, FLOAT32/64, BOOLEAN, STRING, BYTES and STRUCTs of them,
-with no default anywhere and no logical type. Everything else returns None.
+with no default anywhere; encoding also takes the logical types Timestamp, Date, Time and
+Decimal (what database rows hold). Everything else returns None.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextvars
 import json
 from collections.abc import Sequence
 from functools import lru_cache
@@ -33,6 +35,7 @@ import pyarrow.json as pa_json
 
 from kctl.api.arrow import connect_to_arrow_type
 from kctl.api.data import DATE, DECIMAL, TIME, TIMESTAMP, Schema, Type
+from kctl.errors import DataError
 
 __all__ = [
     "SUSPECT_NUMBERS",
@@ -71,6 +74,10 @@ _PAYLOAD = ',"payload":'
 _WRAP = "p"  # each payload is parsed as the only field of {"p": ...}
 
 
+# decimal.format of the converter encoding now (NUMERIC: True), for `_logical`
+_NUMERIC: contextvars.ContextVar[bool] = contextvars.ContextVar("numeric", default=False)
+
+
 class _Bail(Exception):
     """The column cannot be converted exactly; the caller returns None."""
 
@@ -79,10 +86,14 @@ class _Bail(Exception):
 
 
 @lru_cache(maxsize=256)
-def supported(schema: Schema) -> bool:
-    """Whether the columnar path handles `schema` (supported types, no defaults, no logical)."""
-    if schema.default is not None or schema.name in _LOGICAL:
+def supported(schema: Schema, logical: bool = False) -> bool:
+    """Whether the columnar path handles `schema` (supported types, no defaults, no logical
+    types; with `logical`, what `encode_column` also writes: Timestamp, Date, Time and
+    Decimal, the types of database rows)."""
+    if schema.default is not None:
         return False
+    if schema.name in _LOGICAL:
+        return logical
     if schema.type in _PRIMITIVES:
         return True
     if schema.type is not Type.STRUCT:
@@ -90,7 +101,7 @@ def supported(schema: Schema) -> bool:
     names = [f.name for f in schema.fields]
     if len(set(names)) != len(names):
         return False  # a dict would keep one of them
-    return all(isinstance(f.name, str) and f.index == i and supported(f.schema)
+    return all(isinstance(f.name, str) and f.index == i and supported(f.schema, logical)
                for i, f in enumerate(schema.fields))
 
 
@@ -163,14 +174,16 @@ def _join(parts: list[Any], n: int) -> pa.Array:
 
 
 def encode_column(values: pa.Array | pa.ChunkedArray, schema: Schema,
-                  prefix: bytes | None) -> pa.Array | None:
+                  prefix: bytes | None, numeric_decimals: bool = False) -> pa.Array | None:
     """Every row of `values` as the per-record encoder writes it (a binary array), or None.
 
     `prefix` is the envelope head (`{"schema":...,"payload":`) when schemas are enabled,
-    None for bare payloads.
+    None for bare payloads; `numeric_decimals`: the converter's decimal.format is NUMERIC
+    (decimals as bare numbers, else base64 of their unscaled bytes).
     """
-    if schema is None or not supported(schema):
+    if schema is None or not supported(schema, logical=True):
         return None
+    token = _NUMERIC.set(numeric_decimals)
     try:
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
@@ -183,8 +196,10 @@ def encode_column(values: pa.Array | pa.ChunkedArray, schema: Schema,
         if prefix is not None:
             parts = [prefix.decode("utf-8"), *parts, "}"]
         rows = _join(parts, n).cast(pa.binary())
-    except (_Bail, pa.ArrowException, ValueError, TypeError, OverflowError):
+    except (_Bail, pa.ArrowException, ValueError, TypeError, OverflowError, DataError):
         return None
+    finally:
+        _NUMERIC.reset(token)
     return rows if len(rows) == n else None
 
 
@@ -203,12 +218,65 @@ def _encode(arr: pa.Array, schema: Schema, live: pa.Array | None) -> list[Any]:
         if not arr.null_count:
             return parts
         return [pc.if_else(arr.is_valid(), _join(parts, n), "null")]
+    if schema.name in _LOGICAL:
+        return _logical(arr, schema)
     if schema.type in (Type.STRING, Type.BYTES):
         inner = _string_inner(arr, schema)
         if not inner.null_count:
             return ['"', inner, '"']
         return [pc.fill_null(_join(['"', inner, '"'], n), "null")]
     text = _primitive_text(arr, schema)
+    if text.null_count:
+        text = pc.fill_null(text, "null")
+    return [text]
+
+
+def _floor_div(arr: pa.Array, by: int) -> pa.Array:
+    """Integer division rounding down (as Python's //), nulls kept."""
+    import numpy as np
+
+    filled = pc.fill_null(arr, 0).to_numpy(zero_copy_only=False)
+    out = np.floor_divide(filled, by)
+    return pa.array(out, pa.int64(), mask=arr.is_null().to_numpy(zero_copy_only=False)
+                    if arr.null_count else None)
+
+
+def _logical(arr: pa.Array, schema: Schema) -> list[Any]:
+    """Timestamp (epoch ms), Date (epoch days), Time (ms of the day) and Decimal (base64
+    of the unscaled two's complement bytes, or a bare number) as the per-record encoder
+    writes them from the values `array_to_connect` gives."""
+    t = arr.type
+    if schema.name == TIMESTAMP:
+        if not pa.types.is_timestamp(t):
+            raise _Bail
+        micros = pc.cast(pc.cast(arr, pa.timestamp("us", tz=t.tz)), pa.int64())
+        text = pc.cast(_floor_div(micros, 1000), pa.string())
+    elif schema.name == DATE:
+        if not pa.types.is_date32(t):
+            raise _Bail
+        text = pc.cast(pc.cast(arr, pa.int32()), pa.string())
+    elif schema.name == TIME:
+        if not pa.types.is_time(t):
+            raise _Bail
+        micros = pc.cast(pc.cast(arr, pa.time64("us")), pa.int64())
+        text = pc.cast(_floor_div(micros, 1000), pa.string())
+    else:  # DECIMAL
+        if not pa.types.is_decimal(t):
+            raise _Bail
+        scale = int((schema.parameters or {}).get("scale", "0"))
+        if t.scale != scale:
+            raise _Bail
+        from kctl.runtime.converters.common import decimal_to_bytes
+
+        values = arr.to_pylist()
+        if _NUMERIC.get():
+            text = pa.array([None if v is None else format(v, "f") for v in values],
+                            pa.string())
+        else:
+            b64 = base64.b64encode
+            text = pa.array([None if v is None else
+                             '"' + b64(decimal_to_bytes(v, scale)).decode("ascii") + '"'
+                             for v in values], pa.string())
     if text.null_count:
         text = pc.fill_null(text, "null")
     return [text]

@@ -290,13 +290,13 @@ class JsonConverter(Converter, HeaderConverter):
             return None
         from kctl.runtime.converters import columns
         try:
-            if not columns.supported(schema):
+            if not columns.supported(schema, logical=True):
                 return None
             prefix = None
             if self.schemas_enabled:
                 entry = self._encoders.get(schema) or self._compile_encoder(schema)
                 prefix = entry[1]
-            return columns.encode_column(values, schema, prefix)
+            return columns.encode_column(values, schema, prefix, self.numeric_decimals)
         except Exception:
             return None
 

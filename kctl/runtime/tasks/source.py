@@ -174,9 +174,17 @@ class WorkerSourceTask(WorkerTask):
         if n == 0 or not self._columnar():
             return n == 0
         topic = batch.topic
+        keys = None
         try:
-            if self.key_converter.from_connect_data(topic, None, None) is not None:
-                return False
+            if batch.keys is None:
+                if self.key_converter.from_connect_data(topic, None, None) is not None:
+                    return False
+            else:
+                if batch.key_schema is None:
+                    return False
+                keys = self.key_converter.from_arrow(topic, batch.key_schema, batch.keys)
+                if keys is None or len(keys) != n:
+                    return False
             values = self.value_converter.from_arrow(topic, batch.value_schema, batch.values)
         except Exception:
             return False
@@ -189,8 +197,12 @@ class WorkerSourceTask(WorkerTask):
         headers = self.positions.batch_headers(batch)
         self._send_unsent()  # records before this batch go first
         entry = self.submitted.submit_batch(batch)
-        self.producer.send_batch(topic, values, self._batch_callback(entry, batch),
-                                 headers=headers)
+        if keys is None:
+            self.producer.send_batch(topic, values, self._batch_callback(entry, batch),
+                                     headers=headers)
+        else:
+            self.producer.send_batch(topic, values, self._batch_callback(entry, batch),
+                                     headers=headers, keys=keys)
         self.records_sent += n
         self.columns_sent += n
         return True

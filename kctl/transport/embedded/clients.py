@@ -73,8 +73,9 @@ class EmbeddedProducer(Producer):
             self._write(batch)
 
     def send_batch(self, topic: str, values: pa.Array, on_delivery: BatchCallback,
-                   *, headers: HeaderColumns = ()) -> None:
-        """One append for the whole batch: keyless rows take one (sticky) partition."""
+                   *, headers: HeaderColumns = (), keys: pa.Array | None = None) -> None:
+        """One append per partition: keyless rows take one (sticky) partition, keyed rows
+        the partition of their key (murmur2, as Kafka's default partitioner)."""
         if self._closed:
             raise TransportError("producer is closed")
         with self._lock:
@@ -88,11 +89,37 @@ class EmbeddedProducer(Producer):
                 if p is None or p >= count:
                     p = self._t.next_sticky(topic, count)
                 self._sticky[topic] = (p + 1) % count
-                base = self._t.append_columns(topic, p, self._t.now_ms(), values, headers)
-                result = BatchDelivery({}, {(topic, p): base + n})
+                now = self._t.now_ms()
+                if keys is None or count == 1:
+                    base = self._t.append_columns(topic, p, now, values, headers, keys)
+                    result = BatchDelivery({}, {(topic, p): base + n})
+                else:
+                    result = self._append_keyed(topic, count, p, now, values, headers, keys)
             except Exception as e:
                 result = BatchDelivery(dict.fromkeys(range(n), e), {})
             self._done.append((lambda md, err: on_delivery(result), None, None))
+
+    def _append_keyed(self, topic: str, count: int, sticky: int, now: int, values: pa.Array,
+                      headers: HeaderColumns, keys: pa.Array) -> BatchDelivery:
+        """Rows of a keyed batch split by partition, each partition's rows in order."""
+        import pyarrow as pa
+
+        rows: dict[int, list[int]] = {}
+        for i, k in enumerate(keys.to_pylist()):
+            part = sticky if k is None else (murmur2(k) & 0x7FFFFFFF) % count
+            rows.setdefault(part, []).append(i)
+        ends: dict[tuple[str, int], int] = {}
+        errors: dict[int, BaseException] = {}
+        for part, idx in sorted(rows.items()):
+            take = pa.array(idx, pa.int64())
+            try:
+                base = self._t.append_columns(
+                    topic, part, now, values.take(take),
+                    [(name, col.take(take)) for name, col in headers], keys.take(take))
+                ends[(topic, part)] = base + len(idx)
+            except Exception as e:
+                errors.update(dict.fromkeys(idx, e))
+        return BatchDelivery(errors, ends)
 
     def _write_buffered(self) -> None:
         with self._lock:

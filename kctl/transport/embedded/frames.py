@@ -154,16 +154,19 @@ def _fixed(rows: np.ndarray) -> pa.Array:
 
 
 def _encode_columns(base: int, timestamp: int, values: pa.Array,
-                    headers: HeaderColumns) -> tuple[pa.Buffer, np.ndarray] | None:
-    """The frames `_encode` writes for keyless rows, built column-wise: (bytes, where each
-    frame begins), or None when a row needs the per-row encoder (a null value or header
-    value, or more bytes than one binary array holds)."""
+                    headers: HeaderColumns, keys: pa.Array | None = None
+                    ) -> tuple[pa.Buffer, np.ndarray] | None:
+    """The frames `_encode` writes for rows (keyless, or with `keys`), built column-wise:
+    (bytes, where each frame begins), or None when a row needs the per-row encoder (a null
+    key, value or header value, or more bytes than one binary array holds)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     n = len(values)
     if values.null_count or any(col.null_count or len(col) != n for _, col in headers):
+        return None
+    if keys is not None and (keys.null_count or len(keys) != n):
         return None
     if n == 0:
         return pa.py_buffer(b""), np.zeros(0, np.int64)
@@ -173,11 +176,18 @@ def _encode_columns(base: int, timestamp: int, values: pa.Array,
     head = np.empty(n, np.dtype(_HEAD))
     head["offset"] = np.arange(base, base + n)
     head["timestamp"] = timestamp
-    head["key"] = -1
     head["value"] = value_len
     head["headers"] = len(cols)
-    parts: list[Any] = [_fixed(head), values]
     body_len = _BODY_SIZE + value_len.astype(np.int64)
+    if keys is None:
+        head["key"] = -1
+        parts: list[Any] = [_fixed(head), values]
+    else:
+        keys = keys.cast(pa.binary())
+        key_len = _lengths(keys)
+        head["key"] = key_len
+        parts = [_fixed(head), keys, values]
+        body_len += key_len
     for name, col in cols:
         col_len = _lengths(col)
         parts += [pa.scalar(_HK.pack(len(name)) + name, pa.binary()),

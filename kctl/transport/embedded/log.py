@@ -206,12 +206,12 @@ class EmbeddedTransport(Transport):
         return base
 
     def append_columns(self, topic: str, partition: int, timestamp: int, values: pa.Array,
-                       headers: HeaderColumns = ()) -> int:
-        """Append keyless rows given as columns (see `Producer.send_batch`)."""
+                       headers: HeaderColumns = (), keys: pa.Array | None = None) -> int:
+        """Append rows given as columns (see `Producer.send_batch`)."""
         p = self.partition(TopicPartition(topic, partition))
         if p is None:
             raise TransportError(f"unknown topic partition {topic}-{partition}")
-        base = p.append_columns(timestamp, values, headers)
+        base = p.append_columns(timestamp, values, headers, keys)
         self.notify()
         return base
 

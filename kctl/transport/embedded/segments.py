@@ -186,20 +186,31 @@ class _Partition:
                     self._compact_locked()
             return base
 
-    def append_columns(self, timestamp: int, values: pa.Array, headers: HeaderColumns) -> int:
-        """Write keyless rows given as columns in one buffer; returns the first offset."""
+    def append_columns(self, timestamp: int, values: pa.Array, headers: HeaderColumns,
+                       keys: pa.Array | None = None) -> int:
+        """Write rows given as columns (keyless, or with `keys`) in one buffer; returns the
+        first offset."""
         with self.lock:
             self._check_writable()
-            if self.compacted:
+            if self.compacted and (keys is None or keys.null_count):
                 raise TransportError(
                     f"compacted topic {self.topic} requires a key on every record")
             base = self.next_offset
-            encoded = _encode_columns(base, timestamp, values, headers)
+            encoded = _encode_columns(base, timestamp, values, headers, keys)
+            row_keys: list[bytes | None] | None = None
             if encoded is None:  # a null somewhere: the per-row encoder
                 rows, row_headers = column_rows(values, headers)
-                encoded = _encode_rows(base, ((timestamp, None, v, h) for v, h
-                                              in zip(rows, row_headers, strict=True)))
+                row_keys = keys.to_pylist() if keys is not None else [None] * len(rows)
+                encoded = _encode_rows(base, ((timestamp, k, v, h) for k, v, h
+                                              in zip(row_keys, rows, row_headers, strict=True)))
             self._write_locked(*encoded)
+            if self.compacted and keys is not None:
+                row_keys = row_keys if row_keys is not None else keys.to_pylist()
+                nulls = values.is_null().to_pylist()
+                for i, k in enumerate(row_keys):
+                    self.latest[k] = (base + i, nulls[i])
+                if self.garbage() > max(self.min_compact_garbage, self.live()):
+                    self._compact_locked()
             return base
 
     def _check_writable(self) -> None:

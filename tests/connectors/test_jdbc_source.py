@@ -783,3 +783,20 @@ def test_a_timestamp_snapshot_resumes_and_then_follows_on_every_database(engine,
     assert sorted(ids(first + rest[:-2])) == [i for i in range(1, 301) if i != 250]
     assert [(val(r)["id"], val(r)["v"]) for r in rest[-2:]] == [(50, -1), (250, -1)]
     assert set(store.offset({"table": "t"})) == {"timestamp", "timestamp_nanos", "incrementing"}
+
+
+def test_a_read_that_keeps_failing_fails_the_task_in_one_line(engine, postgres_db):
+    """Retried connection.attempts times, then the task fails naming what failed: the
+    database's own message, not py4j's."""
+    props = props_for(postgres_db, query="SELECT nope FROM nowhere", connection_attempts=2,
+                      connection_backoff_ms=10)
+    props["connection.url"] += "&password=s3cret-pw"
+    task = start_task(engine, OffsetStore(), props)
+    try:
+        with pytest.raises(ConnectError) as e:
+            wait_until(lambda: drain(task) and False, timeout=30, message="a failure")
+    finally:
+        task.stop()
+    msg = str(e.value)
+    assert msg.startswith("Reading the query failed:") and "\n" not in msg
+    assert 'relation "nowhere" does not exist' in msg and "s3cret-pw" not in msg

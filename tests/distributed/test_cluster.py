@@ -49,6 +49,10 @@ def work_of(cluster: Cluster) -> dict[str, ConnectorsAndTasks]:
     return {w: ConnectorsAndTasks(frozenset(c), frozenset(t)) for w, (c, t) in owned.items()}
 
 
+def shape(work: dict[str, ConnectorsAndTasks]) -> dict[str, tuple]:
+    return {w: (a.connectors, Counter(t.connector for t in a.tasks)) for w, a in work.items()}
+
+
 def settled(cluster: Cluster) -> bool:
     return all(cluster.running(n, t) for n, t in TASKS.items())
 
@@ -109,7 +113,10 @@ def test_three_workers_share_connectors_and_a_fourth_joins(cluster, tmp_path):
         "events": [{"connector_add": {"ct1": 0}}, {"tasks_change": {"ct1": 4}},
                    {"connector_add": {"ct2": 0}}, {"tasks_change": {"ct2": 2}},
                    {"join": w4.worker_id}]})).final
-    assert after == dict(predicted)
+    # which of a connector's equal tasks lands where can hang on the order the broker
+    # answered the joins in; what the assignor decided (which connectors, how many of
+    # each connector's tasks per worker) must be the same
+    assert shape(after) == shape(dict(predicted))
 
 
 def test_a_stopped_and_restarted_cluster_comes_back_from_its_topics(cluster, tmp_path):

@@ -30,6 +30,9 @@ from kctl.group.assignors.connect import EMPTY, ConnectorsAndTasks, union_all
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 LINES = 100_000
+# names of their own: the broker is shared by the test session, and a sink's consumer group
+# is connect-<name> (a killed worker's member lingers there until it expires)
+SRC, SINK = "loss-src", "loss-sink"
 DELAY_MS = 12_000
 
 
@@ -61,14 +64,14 @@ def test_a_killed_workers_tasks_wait_for_the_delay_then_run_elsewhere(kafka_brok
         indir, outdir = tmp_path / "in", tmp_path / "out"
         indir.mkdir()
         write_lines(indir / "part-1.txt", 0, LINES // 2)
-        w1.kctl("connector", "create", str(connector(tmp_path, "src", {
+        w1.kctl("connector", "create", str(connector(tmp_path, SRC, {
             "connector.class": "FileSource", "path": str(indir), "format": "text",
             "topic": "lines", "batch.max.rows": 5000, "poll.interval.ms": 200})))
-        w2.kctl("connector", "create", str(connector(tmp_path, "sink", {
+        w2.kctl("connector", "create", str(connector(tmp_path, SINK, {
             "connector.class": "FileSink", "topics": "lines", "path": str(outdir),
             "format": "json", "delivery.guarantee": "exactly_once", "tasks.max": 3,
             "flush.size": 3000, "rotate.interval.ms": 300})))
-        wait_until(lambda: cluster.running("src", 1) and cluster.running("sink", 3),
+        wait_until(lambda: cluster.running(SRC, 1) and cluster.running(SINK, 3),
                    timeout=120, message="pipeline running", on_timeout=cluster.logs)
         wait_until(lambda: len(committed_lines(outdir)) >= 5_000, timeout=120, interval=0.2,
                    message="some output before the kill", on_timeout=cluster.logs)
@@ -78,9 +81,9 @@ def test_a_killed_workers_tasks_wait_for_the_delay_then_run_elsewhere(kafka_brok
         # some lines again, which an exactly-once sink then keeps, as it should)
         leader = cluster.generations()[-1]["leader"]
         victim = next(w for w in (w2, w3, w1) if not leader.startswith(w.worker_id + "-")
-                      and work_on(cluster, w.worker_id, ("sink",)).tasks
-                      and not work_on(cluster, w.worker_id, ("src",)).tasks)
-        lost = work_on(cluster, victim.worker_id, ("src", "sink"))
+                      and work_on(cluster, w.worker_id, (SINK,)).tasks
+                      and not work_on(cluster, w.worker_id, (SRC,)).tasks)
+        lost = work_on(cluster, victim.worker_id, (SRC, SINK))
         generation_before = max(g["generation"] for g in cluster.generations())
         victim.kill()
         write_lines(indir / "part-2.txt", LINES // 2, LINES - LINES // 2)

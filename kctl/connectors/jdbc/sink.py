@@ -976,6 +976,16 @@ class JdbcSinkTask(SinkTask):
         self._frame(table, single).write.format("jdbc").options(
             **self._write_options(), dbtable=staging).mode("append").save()
 
+    def _unless_rows_at_fault(self, e: Exception) -> None:
+        """A staging write failed: retry later if it passes, fail the task unless some rows
+        caused it (those the caller bisects)."""
+        kind = sql.classify(e)
+        if kind == sql.TRANSIENT:
+            raise _Transient(e) from None
+        if kind != sql.ROW:
+            raise JdbcSinkError(f"Spark could not write to the staging table of "
+                                f"{self.dialect.name}: {_message(e)}") from None
+
     def _stage(self, staging: str, rows: _Rows) -> dict[int, BaseException]:
         """Spark writes the rows into staging. Staging takes any value its wide types hold,
         so a failure is rare; one caused by rows (a NUL in a PostgreSQL string) is bisected
@@ -985,12 +995,7 @@ class JdbcSinkTask(SinkTask):
             self._spark_write(staging, rows.table)
             return rejected
         except Exception as e:
-            kind = sql.classify(e)
-            if kind == sql.TRANSIENT:
-                raise _Transient(e) from None
-            if kind != sql.ROW:
-                raise JdbcSinkError(f"Spark could not write to the staging table of "
-                                    f"{self.dialect.name}: {_message(e)}") from None
+            self._unless_rows_at_fault(e)
         self._ddl(sql.clear_table(self.dialect, staging))
         pending = [rows.table]
         while pending:
@@ -998,12 +1003,7 @@ class JdbcSinkTask(SinkTask):
             try:
                 self._spark_write(staging, piece, single=True)
             except Exception as e:
-                kind = sql.classify(e)
-                if kind == sql.TRANSIENT:
-                    raise _Transient(e) from None
-                if kind != sql.ROW:
-                    raise JdbcSinkError(f"Spark could not write to the staging table: "
-                                        f"{_message(e)}") from None
+                self._unless_rows_at_fault(e)
                 if piece.num_rows == 1:
                     rejected[piece[STAGING_ROW][0].as_py()] = e
                 else:

@@ -73,6 +73,12 @@ class TransportError(KctlError):
     """The log or broker rejected or lost an operation."""
 
 
+class CommitFailedError(TransportError):
+    """The group coordinator refused an offset commit because this member no longer holds
+    its partitions in the current generation (a rebalance moved them, or the member was
+    evicted): the next owner starts from the last offsets committed before."""
+
+
 class ProtocolError(KctlError):
     """The group protocol received an event that its current state does not allow."""
 

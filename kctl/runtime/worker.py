@@ -368,9 +368,11 @@ class Worker:
             raise settings.rejected(connector, e) from e
 
     def new_consumer(self, connector: str, group_id: str | None,
-                     settings: ClientSettings) -> Consumer:
+                     settings: ClientSettings, client_id: str | None = None) -> Consumer:
+        config = settings.config if client_id is None else \
+            {"client.id": client_id, **settings.config}
         try:
-            return self.transport.consumer(group_id, settings.config)
+            return self.transport.consumer(group_id, config)
         except Exception as e:
             raise settings.rejected(connector, e) from e
 
@@ -492,7 +494,7 @@ class Worker:
             wt: WorkerTask = WorkerSinkTask(
                 task_id, task_cls(), task_config,
                 consumer=self.new_consumer(task_id.connector, f"connect-{task_id.connector}",
-                                           settings),
+                                           settings, f"connector-consumer-{task_id}"),
                 topics=topics, topics_regex=parsed[TOPICS_REGEX_CONFIG] or None,
                 list_topics=lambda: list(self._admin.list_topics()),
                 max_poll_records=max_poll_records, has_reporters=has_reporters, **common)

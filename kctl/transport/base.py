@@ -203,7 +203,12 @@ class Consumer(ABC):
 
     @abstractmethod
     def subscribe(self, topics: Sequence[str], *, on_assign: RebalanceCallback | None = None,
-                  on_revoke: RebalanceCallback | None = None) -> None: ...
+                  on_revoke: RebalanceCallback | None = None,
+                  on_lost: RebalanceCallback | None = None) -> None:
+        """Join the group. `on_revoke` runs before partitions are handed to another member
+        (commit there); `on_lost` when the group took them away already (the member was
+        evicted: a commit would be refused), `on_revoke` when not given, as Kafka's
+        onPartitionsLost. Callbacks run in the thread that polls."""
 
     @abstractmethod
     def assign(self, partitions: Sequence[TopicPartition]) -> None:

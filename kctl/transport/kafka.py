@@ -1,7 +1,9 @@
 """Kafka as the worker's transport, through confluent-kafka (librdkafka).
 
-Producers are idempotent with acks=all; sink consumers join the connector's group
-(`connect-<name>`), never auto-commit, and commit only what the sink has flushed.
+Producers are idempotent with acks=all; sink consumers are members of the connector's group
+(`connect-<name>`) through kctl's own group protocol and assignors (librdkafka only
+fetches, by manual assignment), never auto-commit, and commit only what the sink has
+flushed, as the member in its generation.
 User settings pass through (`producer.*`, `consumer.*`, `*.override.*`) on top of these.
 """
 
@@ -13,7 +15,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import (
@@ -30,7 +32,8 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from kctl.api.records import RecordMetadata, TopicPartition
-from kctl.errors import ConfigError, NotFoundError, TransportError
+from kctl.errors import NotFoundError, TransportError
+from kctl.group.consumer_coordinator import assignment_strategy
 from kctl.transport.base import (
     Admin,
     BatchCallback,
@@ -46,6 +49,7 @@ from kctl.transport.base import (
     Transport,
     column_rows,
 )
+from kctl.transport.kafka_consumer_group import DEFAULT_STRATEGY, ConsumerGroupMember
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -67,7 +71,7 @@ CONSUMER_DEFAULTS = {
     "fetch.wait.max.ms": 50,
     "session.timeout.ms": 10000,
     "heartbeat.interval.ms": 1000,
-    "partition.assignment.strategy": "cooperative-sticky",
+    "partition.assignment.strategy": DEFAULT_STRATEGY,
 }
 # kctl-only keys that must not reach librdkafka.
 _PRIVATE = ("kctl.",)
@@ -145,37 +149,13 @@ class Reachability:
                 f"(bootstrap.servers): {why}")
 
 
-# partition.assignment.strategy as Kafka Connect users write it (Java class names) in
-# librdkafka's names; librdkafka has no plain sticky assignor and cannot run kctl's.
-_LIBRDKAFKA_ASSIGNORS = {
-    "range": "range", "roundrobin": "roundrobin", "cooperative-sticky": "cooperative-sticky",
-    "org.apache.kafka.clients.consumer.RangeAssignor": "range",
-    "org.apache.kafka.clients.consumer.RoundRobinAssignor": "roundrobin",
-    "org.apache.kafka.clients.consumer.CooperativeStickyAssignor": "cooperative-sticky",
-}
-
-
 def _clean(conf: Mapping[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in conf.items() if not k.startswith(_PRIVATE)}
-    if "partition.assignment.strategy" in out:
-        out["partition.assignment.strategy"] = _librdkafka_strategy(
-            out["partition.assignment.strategy"])
-    return out
+    return {k: v for k, v in conf.items() if not k.startswith(_PRIVATE) and k not in _GROUP_ONLY}
 
 
-def _librdkafka_strategy(value: Any) -> str:
-    names = [n.strip() for n in str(value).split(",") if n.strip()]
-    unknown = [n for n in names if n not in _LIBRDKAFKA_ASSIGNORS]
-    if unknown or not names:
-        raise ConfigError(
-            f"partition.assignment.strategy {value!r}: on Kafka, sink consumers support "
-            "range, roundrobin and cooperative-sticky (or their Java class names); "
-            f"{', '.join(unknown) or 'nothing'} is not one of them", key="partition.assignment.strategy")
-    mapped = list(dict.fromkeys(_LIBRDKAFKA_ASSIGNORS[n] for n in names))
-    # librdkafka refuses eager and cooperative assignors in one list; a Java group given
-    # Kafka's default [range, cooperative-sticky] runs the first, so keep the first's kind
-    cooperative = mapped[0] == "cooperative-sticky"
-    return ",".join(n for n in mapped if (n == "cooperative-sticky") == cooperative)
+# Settings of a consumer's group membership, which kctl runs (kafka_consumer_group.py):
+# librdkafka only fetches, so it never sees them (it cannot run kctl's assignors).
+_GROUP_ONLY = ("partition.assignment.strategy",)
 
 
 def _tp(ktp: KTP) -> TopicPartition:
@@ -278,49 +258,89 @@ class KafkaProducer(Producer):
 
 
 class KafkaConsumer(Consumer):
-    def __init__(self, conf: Mapping[str, Any]):
-        self._c = KConsumer(conf)
-        self._cooperative = "cooperative" in str(conf.get("partition.assignment.strategy", ""))
+    """librdkafka fetches by manual assignment; a subscribed consumer's group membership is
+    kctl's own (`ConsumerGroupMember`), whose rebalance callbacks run here in `poll`."""
+
+    def __init__(self, conf: Mapping[str, Any], *, group_settings: Mapping[str, Any] | None = None,
+                 partition_counts: Callable[[], Mapping[str, int]] | None = None):
+        self._c = KConsumer(_clean(conf))
+        self._conf = conf
+        self._group_settings = dict(group_settings or {})
+        if "partition.assignment.strategy" in self._group_settings:  # a bad one fails now
+            assignment_strategy(self._group_settings["partition.assignment.strategy"])
+        self._partition_counts = partition_counts
+        self._group: ConsumerGroupMember | None = None
+        self._on_assign: RebalanceCallback | None = None
+        self._on_revoke: RebalanceCallback | None = None
+        self._on_lost: RebalanceCallback | None = None
         self._seeked: dict[TopicPartition, int] = {}
         # seeks asked for inside on_assign: librdkafka has not assigned the partitions yet
         # (a seek there fails with "Erroneous state"), so they become the start offsets
         self._assigning = False
         self._start_at: dict[TopicPartition, int] = {}
-        self._lock = threading.Lock()
         self._assignment: set[TopicPartition] = set()
         self._closed = False
 
     def subscribe(self, topics: Sequence[str], *, on_assign: RebalanceCallback | None = None,
-                  on_revoke: RebalanceCallback | None = None) -> None:
-        def assigned(consumer: Any, parts: list[KTP]) -> None:
-            tps = [_tp(p) for p in parts]
-            self._assignment |= set(tps)
-            for tp in tps:
-                self._seeked.pop(tp, None)
-            self._assigning = True
-            try:
-                if on_assign:
-                    on_assign(tps)
-            finally:
-                self._assigning = False
-            for p in parts:
-                start = self._start_at.pop(_tp(p), None)
-                if start is not None:
-                    p.offset = start
-            if self._cooperative:
-                consumer.incremental_assign(parts)
-            else:
-                consumer.assign(parts)
+                  on_revoke: RebalanceCallback | None = None,
+                  on_lost: RebalanceCallback | None = None) -> None:
+        self._on_assign, self._on_revoke = on_assign, on_revoke
+        self._on_lost = on_lost or on_revoke
+        if self._group is not None:
+            self._group.resubscribe(topics)
+            return
+        group_id = str(self._conf["group.id"])
+        if self._partition_counts is None:
+            raise TransportError(f"consumer of group {group_id} cannot subscribe: it was made "
+                                 "without a view of the cluster's topics")
+        self._group = ConsumerGroupMember(str(self._conf["bootstrap.servers"]), group_id,
+                                          topics, self._group_settings, self._partition_counts)
+        self._group.start()
 
-        def revoked(consumer: Any, parts: list[KTP]) -> None:
-            tps = [_tp(p) for p in parts]
-            if on_revoke:
-                on_revoke(tps)
+    def _rebalance(self) -> None:
+        """Run what the group handed over: revocations first, in order, each acknowledged
+        once librdkafka no longer fetches those partitions."""
+        group = self._group
+        if group is None:
+            return
+        if group.failure is not None:
+            raise TransportError(group.failure)
+        for work in group.take():
+            try:
+                if work.start:
+                    self._start(work.partitions)
+                else:
+                    self._stop(work.partitions, lost=work.lost)
+            finally:
+                work.done.set()
+
+    def _start(self, tps: list[TopicPartition]) -> None:
+        self._assignment |= set(tps)
+        for tp in tps:
+            self._seeked.pop(tp, None)
+        self._assigning = True
+        try:
+            if self._on_assign:
+                self._on_assign(tps)
+        finally:
+            self._assigning = False
+        parts = []
+        for tp in tps:
+            start = self._start_at.pop(tp, None)
+            parts.append(KTP(tp.topic, tp.partition) if start is None else
+                         KTP(tp.topic, tp.partition, start))
+        self._c.incremental_assign(parts)
+
+    def _stop(self, tps: list[TopicPartition], *, lost: bool) -> None:
+        try:
+            callback = self._on_lost if lost else self._on_revoke
+            if callback:
+                callback(tps)
+        finally:
+            self._c.incremental_unassign([KTP(tp.topic, tp.partition) for tp in tps])
             self._assignment -= set(tps)
             for tp in tps:
                 self._seeked.pop(tp, None)
-
-        self._c.subscribe(list(topics), on_assign=assigned, on_revoke=revoked, on_lost=revoked)
 
     def assign(self, partitions: Sequence[TopicPartition]) -> None:
         self._assignment = set(partitions)
@@ -331,6 +351,7 @@ class KafkaConsumer(Consumer):
         return set(self._assignment)
 
     def poll_batch(self, max_records: int, timeout: float) -> list[LogRecord]:
+        self._rebalance()
         msgs = self._c.consume(max_records, timeout)
         out: list[LogRecord] = []
         for m in msgs:
@@ -370,7 +391,12 @@ class KafkaConsumer(Consumer):
                 for r in res}
 
     def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """As the group's member when subscribed (refused once a rebalance moved the
+        partitions: CommitFailedError), else as a plain client of the group."""
         if not offsets:
+            return
+        if self._group is not None:
+            self._group.commit(offsets)
             return
         parts = [KTP(tp.topic, tp.partition, off) for tp, off in offsets.items()]
         try:
@@ -404,9 +430,14 @@ class KafkaConsumer(Consumer):
         return out
 
     def close(self) -> None:
+        """Leave the group without callbacks (the caller has closed what it held)."""
         if not self._closed:
             self._closed = True
-            self._c.close()
+            try:
+                if self._group is not None:
+                    self._group.close()
+            finally:
+                self._c.close()
 
 
 class KafkaAdmin(Admin):
@@ -506,9 +537,10 @@ class KafkaTransport(Transport):
         return KafkaProducer({**self._base, **PRODUCER_DEFAULTS, **_clean(config or {})})
 
     def consumer(self, group_id: str | None, config: Mapping[str, Any] | None = None) -> Consumer:
-        conf = {**self._base, **CONSUMER_DEFAULTS, **_clean(config or {})}
+        user = {k: v for k, v in (config or {}).items() if not k.startswith(_PRIVATE)}
+        conf = {**self._base, **CONSUMER_DEFAULTS, **user}
         conf["group.id"] = group_id or f"kctl-reader-{uuid.uuid4().hex}"
-        return KafkaConsumer(conf)
+        return KafkaConsumer(conf, group_settings=conf, partition_counts=self._admin.list_topics)
 
     def admin(self) -> Admin:
         return self._admin

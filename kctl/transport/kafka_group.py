@@ -17,11 +17,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kctl.errors import TransportError
+from kctl.errors import CommitFailedError, TransportError
 from kctl.group import connect_coordinator as connect_wire
 from kctl.group import consumer_protocol as consumer_wire
 from kctl.group.history import GenerationCompleted, GenerationRecord
@@ -37,6 +37,7 @@ from kctl.group.protocol import (
     LeaveGroup,
     LeaveGroupResponse,
     MemberFailed,
+    MemberState,
     RequestRejoin,
     ScheduleTimer,
     Send,
@@ -54,6 +55,9 @@ __all__ = ["CONNECT_CODEC", "CONSUMER_CODEC", "BrokerGroupDriver", "GroupCodec"]
 # Kafka errors that mean "ask another broker who coordinates this group, then resend".
 _COORDINATOR_MOVED = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
 _KNOWN = {e.value: e for e in ErrorCode}
+# OffsetCommit errors that mean "not yours any more": ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
+# REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID
+_FENCED = {22, 25, 27, 82}
 RETRY_BACKOFF_S = 0.1
 
 
@@ -116,6 +120,12 @@ def _error(code: int) -> ErrorCode | None:
     return _KNOWN.get(code)
 
 
+def _name(code: int) -> str:
+    from kafka.errors import for_code
+
+    return for_code(code).__name__
+
+
 class BrokerGroupDriver:
     """Carries one `GroupMember` to and from a Kafka group coordinator."""
 
@@ -142,6 +152,10 @@ class BrokerGroupDriver:
         self._stopped: Any = member.handler.empty()
         self._started: Any = member.handler.empty()
         self._assignment: Any = None
+        # requests that follow a StopWork wait until the application has stopped that work
+        # (it calls poll again): a member joins only once it has given its work up
+        self._holding = False
+        self._held: list[Any] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -162,7 +176,9 @@ class BrokerGroupDriver:
         coordinator is told at once (no session timeout to wait for)."""
         # answers to what is in flight no longer concern a member that has left
         self._inflight = [f for f in self._inflight if isinstance(f.request, LeaveGroup)]
+        self._held = []
         self._act(self.member.handle(Leave(reason), self._now()))
+        self._release()  # the caller stops what is returned; the group hears at once
         work = self._take_work()
         deadline = time.monotonic() + timeout
         while any(isinstance(f.request, LeaveGroup) for f in self._inflight) and \
@@ -187,6 +203,51 @@ class BrokerGroupDriver:
         """The last assignment the leader sent this member (None before the first)."""
         return self._assignment
 
+    def commit_offsets(self, offsets: Mapping[Any, int]) -> None:
+        """Commit consumer offsets ({TopicPartition: next offset}) as this member, in its
+        current generation: the coordinator refuses them (CommitFailedError) once a
+        rebalance has given the partitions to someone else, which is what fences a member
+        that stalled. Safe from another thread than the polling one; blocks until answered."""
+        from kafka.protocol.consumer.group import OffsetCommitRequest
+
+        m = self.member
+        member_id, generation = m.member_id, m.generation
+        if m.state is not MemberState.STABLE or generation < 0:
+            raise CommitFailedError(f"group {self.group_id}: offsets not committed, this member "
+                                    f"is rebalancing ({m.state.value})")
+        coordinator = self._coordinator
+        if coordinator is None:
+            raise TransportError(f"group {self.group_id}: offsets not committed, the group "
+                                 "coordinator is being looked up")
+        topic_cls = OffsetCommitRequest.OffsetCommitRequestTopic
+        part_cls = topic_cls.OffsetCommitRequestPartition
+        by_topic: dict[str, list[Any]] = {}
+        for tp, offset in sorted(offsets.items()):
+            by_topic.setdefault(tp.topic, []).append(part_cls(
+                partition_index=tp.partition, committed_offset=offset,
+                committed_leader_epoch=-1, committed_metadata=""))
+        request = OffsetCommitRequest(
+            max_version=7, group_id=self.group_id, generation_id_or_member_epoch=generation,
+            member_id=member_id, group_instance_id=None, retention_time_ms=-1,
+            topics=[topic_cls(name=t, partitions=parts) for t, parts in by_topic.items()])
+        done = threading.Event()
+        future = self._submit(request, coordinator, self.request_timeout_ms)
+        future.add_both(lambda _: done.set())
+        if not done.wait(self.request_timeout_ms / 1000 + 1):
+            raise TransportError(f"group {self.group_id}: offset commit timed out")
+        if future.exception is not None:
+            raise TransportError(f"group {self.group_id}: offset commit failed: "
+                                 f"{future.exception}")
+        errors = {p.error_code for t in future.value.topics for p in t.partitions} - {0}
+        if errors & _FENCED:
+            raise CommitFailedError(
+                f"group {self.group_id}: the coordinator refused the offsets of generation "
+                f"{generation} ({', '.join(_name(e) for e in sorted(errors))}): a rebalance "
+                "has moved this member's partitions")
+        if errors:
+            raise TransportError(f"group {self.group_id}: offset commit failed "
+                                 f"({', '.join(_name(e) for e in sorted(errors))})")
+
     # -- the loop ------------------------------------------------------------------------------
     def poll(self, timeout: float) -> list[Any]:
         """Run the member for up to `timeout` seconds (less when something happens):
@@ -194,6 +255,7 @@ class BrokerGroupDriver:
         MemberFailed actions for the application, in order, and a GenerationCompleted
         with this worker's record of each generation it completes."""
         deadline = time.monotonic() + timeout
+        self._release()
         while True:
             self._wake.clear()
             self._handle_answers()
@@ -209,6 +271,13 @@ class BrokerGroupDriver:
                 wait = min(wait, max(0.0, min(retry) - time.monotonic()))
             self._wake.wait(max(wait, 0.0))
 
+    def _release(self) -> None:
+        """The application is back in poll, so it has stopped the work returned before:
+        send what waited for that (Kafka revokes before it joins, onJoinPrepare)."""
+        held, self._held, self._holding = self._held, [], False
+        for request in held:
+            self._send(request)
+
     def _take_work(self) -> list[Any]:
         work, self._work = self._work, []
         return work
@@ -223,10 +292,14 @@ class BrokerGroupDriver:
                     # the first reason since the last generation is its cause; later
                     # rejoins of the same rebalance give none
                     self._join_reason = action.request.reason
-                self._send(action.request)
+                if self._holding:
+                    self._held.append(action.request)
+                else:
+                    self._send(action.request)
             elif isinstance(action, StopWork):
                 self._stopped = self._stopped | action.work
                 self._work.append(action)
+                self._holding = True
             elif isinstance(action, StartWork):
                 self._started = self._started | action.work
                 self._work.append(action)

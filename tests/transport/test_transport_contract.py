@@ -150,6 +150,45 @@ def test_a_seek_in_on_assign_is_where_consumption_starts(transport, strategy):
         (0, 6), (0, 7), (0, 8), (0, 9), (1, 8), (1, 9)]
 
 
+@pytest.mark.parametrize("strategy", ["range", "sticky", "cooperative-sticky"])
+def test_two_members_of_a_group_split_its_partitions_and_read_each_record_once(
+        transport, strategy):
+    """What sink tasks of one connector rely on: members share the partitions without
+    overlap (the assignor named by partition.assignment.strategy decides, kctl's own on
+    both transports), each commits what it read, and the group holds those offsets."""
+    topic = new_topic(transport, 4)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    everything = {TopicPartition(topic, p) for p in range(4)}
+    conf = {"partition.assignment.strategy": strategy, "session.timeout.ms": 6000}
+    a, b = transport.consumer(group, conf), transport.consumer(group, conf)
+    read: dict[Consumer, list[LogRecord]] = {a: [], b: []}
+
+    def poll_both() -> bool:
+        for c in (a, b):
+            read[c].extend(c.poll_batch(1000, 0.05))
+        return a.assignment() | b.assignment() == everything and \
+            not a.assignment() & b.assignment() and len(a.assignment()) == 2
+
+    a.subscribe([topic])
+    wait_until(lambda: poll_both() or a.assignment() == everything, timeout=30,
+               message="the first member holds every partition")
+    b.subscribe([topic])
+    wait_until(poll_both, timeout=45, message="the second member took half the partitions")
+    assert read == {a: [], b: []}  # nothing was produced yet
+    produce(transport, [ProducerRecord(topic, f"{i}".encode(), partition=i % 4)
+                        for i in range(40)])
+    wait_until(lambda: poll_both() or len(read[a]) + len(read[b]) >= 40, timeout=30,
+               message="every record read")
+    for c in (a, b):
+        assert {r.topic_partition for r in read[c]} == c.assignment()
+        c.commit({tp: c.position(tp) for tp in c.assignment()})
+    assert sorted(int(r.value) for r in read[a] + read[b]) == list(range(40))
+    passive = transport.consumer(group, {"kctl.passive": "true"})
+    assert passive.committed(everything) == {tp: 10 for tp in everything}
+    for c in (a, b, passive):
+        c.close()
+
+
 def test_seek_position_pause_and_resume(transport):
     topic = new_topic(transport, 2)
     produce(transport, [ProducerRecord(topic, f"{i}".encode(), partition=i % 2)

@@ -22,7 +22,7 @@ from kctl.api.records import (
     TimestampType,
     TopicPartition,
 )
-from kctl.errors import ConnectError, RetriableError
+from kctl.errors import CommitFailedError, ConnectError, RetriableError
 from kctl.runtime.error_handling import (
     FAILED,
     RetryWithToleranceOperator,
@@ -110,7 +110,7 @@ class WorkerSinkTask(WorkerTask):
         if topics != self._subscribed:
             self._subscribed = topics
             self.consumer.subscribe(sorted(topics), on_assign=self._on_assign,
-                                    on_revoke=self._on_revoke)
+                                    on_revoke=self._on_revoke, on_lost=self._on_lost)
 
     def _on_assign(self, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
@@ -121,6 +121,16 @@ class WorkerSinkTask(WorkerTask):
 
     def _on_revoke(self, partitions: list[TopicPartition]) -> None:
         self._commit(partitions)
+        self.task.close(partitions)
+        for tp in partitions:
+            self.current.pop(tp, None)
+            self.committed.pop(tp, None)
+
+    def _on_lost(self, partitions: list[TopicPartition]) -> None:
+        """The group gave them to another member already (this one was evicted, e.g. it
+        stalled past the session timeout): close without committing, as Kafka Connect."""
+        log.warning("Task %s lost %s to a rebalance; closing them without committing",
+                    self.id, ", ".join(map(str, partitions)))
         self.task.close(partitions)
         for tp in partitions:
             self.current.pop(tp, None)
@@ -339,7 +349,13 @@ class WorkerSinkTask(WorkerTask):
             offsets = {tp: om.offset for tp, om in to_commit.items()
                        if tp in current and self.committed.get(tp) != om.offset}
             if offsets:
-                self.consumer.commit(offsets)
+                try:
+                    self.consumer.commit(offsets)
+                except CommitFailedError as e:
+                    # not a task failure: the partitions are moving, their next owner
+                    # resumes from the offsets committed before (Kafka Connect logs it too)
+                    log.warning("Task %s: offsets not committed: %s", self.id, e)
+                    return
                 self.committed.update(offsets)
             ok = True
         finally:

@@ -243,7 +243,10 @@ class EmbeddedConsumer(Consumer):
 
     # -- membership --------------------------------------------------------------------
     def subscribe(self, topics: Sequence[str], *, on_assign: RebalanceCallback | None = None,
-                  on_revoke: RebalanceCallback | None = None) -> None:
+                  on_revoke: RebalanceCallback | None = None,
+                  on_lost: RebalanceCallback | None = None) -> None:
+        """A member of the embedded log's groups is never evicted behind its back, so
+        `on_lost` is not called."""
         with self._lock:
             self._check_open()
             if self._member_id is None and self._fetch:

@@ -1,6 +1,7 @@
 """A kctl cluster: worker processes with one group.id on the real Kafka-protocol broker.
 
-Stories: three workers share connectors created through any of them; a fourth joins and,
+Stories: three workers share connectors created through any of them; a sink connector's
+tasks on three workers share its topic's partitions as one consumer group; a fourth joins and,
 under `sessioned`, only what moves to it restarts (under `default` everything does), as
 `kctl rebalance explain` predicts for the same joins; every worker is stopped and started
 again and the cluster comes back as it was, from its topics.
@@ -9,11 +10,15 @@ again and the cluster comes back as it was, from its topics.
 from __future__ import annotations
 
 import json
+import uuid
 from collections import Counter
 from pathlib import Path
 
 import pytest
 import yaml
+from confluent_kafka import ConsumerGroupTopicPartitions
+from confluent_kafka import TopicPartition as KTP
+from confluent_kafka.admin import AdminClient
 from support.cluster import Cluster
 from support.waiting import wait_until
 
@@ -21,6 +26,8 @@ from kctl.group.assignors.connect import ConnectorsAndTasks
 from kctl.group.scenario import Scenario
 from kctl.group.simulator import simulate
 from kctl.states import TaskId
+from kctl.transport.base import ProducerRecord, TopicSpec
+from kctl.transport.kafka import KafkaTransport
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -117,6 +124,65 @@ def test_three_workers_share_connectors_and_a_fourth_joins(cluster, tmp_path):
     # answered the joins in; what the assignor decided (which connectors, how many of
     # each connector's tasks per worker) must be the same
     assert shape(after) == shape(dict(predicted))
+
+
+def test_sink_tasks_on_three_workers_read_disjoint_partitions_and_commit_to_their_group(
+        cluster, tmp_path, kafka_broker):
+    """Each sink task is a member of the consumer group connect-<name>, which kctl's own
+    cooperative-sticky assignor shares out: one task per worker, two partitions each, every
+    record read once, and the offsets each member committed are what Kafka's admin client
+    (so any lag tool) and `kctl connector offsets get` show."""
+    topic, name = f"fan-{uuid.uuid4().hex[:8]}", f"fan-sink-{uuid.uuid4().hex[:8]}"
+    transport = KafkaTransport(kafka_broker.bootstrap)
+    transport.admin().create_topics([TopicSpec(topic, 6)])
+
+    def produce(start: int) -> None:
+        p = transport.producer()
+        for i in range(start, start + 600):
+            p.send(ProducerRecord(topic, json.dumps(i).encode(), partition=i % 6))
+        assert p.flush(30) == 0
+        p.close()
+
+    out = tmp_path / "fan.jsonl"
+
+    def lines() -> list[dict]:
+        return [json.loads(x) for x in out.read_text().splitlines()] if out.exists() else []
+
+    for _ in range(3):
+        cluster.add()
+    config = tmp_path / f"{name}.yaml"
+    config.write_text(yaml.safe_dump({"name": name, "config": {
+        "connector.class": "support.sinks.JsonLinesSinkConnector", "topics": topic,
+        "tasks.max": 3, "path": str(out), "record.origin": True,
+        "value.converter": "JsonConverter", "value.converter.schemas.enable": False}}))
+    produce(0)
+    cluster.workers[1].kctl("connector", "create", str(config))
+    wait_until(lambda: cluster.running(name, 3) and len(lines()) >= 600, timeout=90,
+               on_timeout=cluster.logs, message="three sink tasks read the first 600 records")
+    placement = cluster.placement(name)
+    assert len({placement[f"{name}-{t}"] for t in range(3)}) == 3  # one task per worker
+    assert sorted(x["value"] for x in lines()) == list(range(600))
+
+    # the group is settled: what arrives now is read by whoever holds its partition
+    produce(600)
+    wait_until(lambda: len(lines()) >= 1200, timeout=60, message="the next 600 records")
+    second = [x for x in lines() if x["value"] >= 600]
+    assert sorted(x["value"] for x in second) == list(range(600, 1200))
+    readers = {p: {x["task"] for x in second if x["partition"] == p} for p in range(6)}
+    assert all(len(tasks) == 1 for tasks in readers.values()), readers
+    assert Counter(t for [t] in readers.values()) == {0: 2, 1: 2, 2: 2}
+
+    group = f"connect-{name}"
+    request = ConsumerGroupTopicPartitions(group, [KTP(topic, p) for p in range(6)])
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+    wait_until(lambda: {p.partition: p.offset for p in admin.list_consumer_group_offsets(
+        [request])[group].result(30).topic_partitions} == dict.fromkeys(range(6), 200),
+        timeout=30, message="every task committed its partitions' ends to the group")
+    shown = json.loads(cluster.workers[2].kctl("connector", "offsets", "get", name,
+                                               "-o", "json").stdout)
+    assert sorted((o["partition"]["kafka_partition"], o["offset"]["kafka_offset"])
+                  for o in shown["offsets"]) == [(p, 200) for p in range(6)]
+    transport.close()
 
 
 def test_a_stopped_and_restarted_cluster_comes_back_from_its_topics(cluster, tmp_path):

@@ -187,9 +187,11 @@ def test_a_setting_the_client_rejects_fails_its_task_naming_the_key(tmp_path, br
 
 
 def test_sink_assignment_strategies_in_java_names_work_on_the_broker(tmp_path, broker_settings):
-    """Kafka Connect users write Java class names; librdkafka knows short names and has no
-    plain sticky assignor: the names are translated, and what cannot run is refused."""
-    topic, java, sticky = unique("strategy"), unique("java"), unique("sticky")
+    """Kafka Connect users write Java class names; kctl runs the assignors itself (the same
+    ones `kctl rebalance explain --kind consumer` shows), so Kafka's names, the short names
+    and plain sticky (which librdkafka lacks) all work, and an unknown one is refused."""
+    topic = unique("strategy")
+    java, sticky, unknown = unique("java"), unique("sticky"), unique("unknown")
     sink = {"connector.class": "support.probes.GatedSinkConnector", "topics": topic,
             "value.converter": "JsonConverter", "value.converter.schemas.enable": "false"}
     with running_worker(tmp_path / "state", broker_settings) as w:
@@ -200,8 +202,11 @@ def test_sink_assignment_strategies_in_java_names_work_on_the_broker(tmp_path, b
             "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"})
         w.herder.create_connector(sticky, {
             **sink, "consumer.override.partition.assignment.strategy": "sticky"})
-        wait_until(lambda: len(probes.WRITTEN[java]) >= 20, timeout=60,
-                   message="every record through the translated strategy")
-        assert sorted(probes.WRITTEN[java]) == list(range(20))
-        trace = failed_trace(w.herder, sticky)
-        assert "partition.assignment.strategy" in trace and "'sticky'" in trace, trace
+        w.herder.create_connector(unknown, {
+            **sink, "consumer.override.partition.assignment.strategy": "range,fastest"})
+        for name in (java, sticky):
+            wait_until(lambda name=name: len(probes.WRITTEN[name]) >= 20, timeout=60,
+                       message=f"every record through {name}'s strategy")
+            assert sorted(probes.WRITTEN[name]) == list(range(20))
+        trace = failed_trace(w.herder, unknown)
+        assert "partition.assignment.strategy" in trace and "fastest" in trace, trace

@@ -22,7 +22,7 @@ from kctl.api.records import (
     TimestampType,
     TopicPartition,
 )
-from kctl.errors import ConnectError, RetriableError
+from kctl.errors import ConnectError, RetriableError, TransportError
 from kctl.runtime.error_handling import (
     FAILED,
     RetryWithToleranceOperator,
@@ -339,7 +339,15 @@ class WorkerSinkTask(WorkerTask):
             offsets = {tp: om.offset for tp, om in to_commit.items()
                        if tp in current and self.committed.get(tp) != om.offset}
             if offsets:
-                self.consumer.commit(offsets)
+                try:
+                    self.consumer.commit(offsets)
+                except TransportError as e:
+                    # as Kafka Connect: a commit the group refuses (a rebalance under way,
+                    # this member fenced out of its generation) is not the task's failure;
+                    # the offsets stay uncommitted, for the next commit or the next owner
+                    log.warning("Task %s: offset commit failed (retried with the next "
+                                "commit): %s", self.id, e)
+                    return
                 self.committed.update(offsets)
             ok = True
         finally:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import fcntl
 import json
+import logging
 import os
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from unittest import mock
@@ -353,3 +356,161 @@ def test_a_write_imports_pyspark_only_once_it_has_the_session(tmp_path):
                          timeout=120).stdout
     assert "pyspark imported before spark(): False" in out, out
     assert "write failed: DataError" in out, out
+
+
+# zombie fencing (exactly_once): a task publishes a partition's files only while it holds
+# the partition's claim
+
+EOS = {"flush.size": "5", "rotate.interval.ms": "-1", "delivery.guarantee": "exactly_once"}
+
+
+def ranges(root: Path, tp: TopicPartition = TP) -> list[tuple[int, int]]:
+    return [(s, e) for s, e, _ in committed_files(str(root), tp)]
+
+
+def fencing_warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.levelno == logging.WARNING and "was claimed by another task" in r.getMessage()]
+
+
+def test_a_zombie_publishes_nothing_once_another_task_claimed_its_partition(engine, tmp_path,
+                                                                            caplog):
+    """A keeps buffered records of a partition that was reassigned to B behind its back:
+    A's next write publishes nothing, A says so once and skips the partition from then on;
+    B writes on undisturbed, and A's other partition is still A's."""
+    other = TopicPartition("orders", 1)
+    zombie, _ = start_task(engine, tmp_path, **EOS)
+    zombie.open([TP, other])
+    zombie.put([rec(i) for i in range(7)] + [rec(0, tp=other)])  # 0..4 written, 5, 6 held
+    zombie.wait_for_writes()
+
+    owner, ctx = start_task(engine, tmp_path, **EOS)
+    owner.open([TP])  # the group moved the partition: B claims it, reads the end back
+    assert ctx.rewinds == {TP: 5}
+    owner.put([rec(i) for i in range(5, 12)])  # 5..9 written, 10, 11 held
+    owner.wait_for_writes()
+
+    with caplog.at_level(logging.WARNING, logger="kctl.connectors.file.sink"):
+        zombie.put([rec(7), rec(8)])
+        zombie.flush({})  # would publish 5..8, overlapping B's 5..9: it must not
+        assert ranges(tmp_path) == [(0, 4), (5, 9)]
+        [warning] = fencing_warnings(caplog)
+        assert "partition orders-0 was claimed by another task (epoch 2 > 1" in warning
+        assert f"pid {os.getpid()}" in warning
+        # from now on its records are skipped, quietly, and nothing of it is committed
+        zombie.put([rec(i) for i in range(9, 20)] + [rec(1, tp=other)])
+        zombie.flush({})
+        assert zombie.pre_commit({**current(20), **current(2, other)}) == current(2, other)
+        assert len(fencing_warnings(caplog)) == 1
+    assert ranges(tmp_path) == [(0, 4), (5, 9)]
+    assert ranges(tmp_path, other) == [(0, 0), (1, 1)]  # the partition it still owns
+    assert not list(tmp_path.rglob(f"{TMP_PREFIX}*")), "the fenced write's output remains"
+
+    owner.put([rec(i) for i in range(12, 15)])
+    owner.flush({})
+    assert ranges(tmp_path) == [(0, 4), (5, 9), (10, 14)]
+    assert ids_in(tmp_path) == list(range(15))
+    assert owner.pre_commit(current(15)) == current(15)
+
+    # the partition comes back to A: reopening claims it again, and now B is the stale one
+    zombie.close([TP])
+    zombie_ctx = zombie.context
+    zombie.open([TP])
+    assert zombie_ctx.rewinds[TP] == 15
+    zombie.put([rec(i) for i in range(15, 18)])
+    zombie.flush({})
+    with caplog.at_level(logging.WARNING, logger="kctl.connectors.file.sink"):
+        owner.put([rec(15), rec(16)])
+        owner.flush({})
+        assert "(epoch 3 > 2" in fencing_warnings(caplog)[-1]
+    assert ranges(tmp_path) == [(0, 4), (5, 9), (10, 14), (15, 17)]
+    assert ids_in(tmp_path) == list(range(18))
+
+
+def test_a_write_whose_temporary_output_the_new_owner_removed_counts_as_fenced(engine,
+                                                                               tmp_path,
+                                                                               caplog):
+    """The new owner's open() removes the temporary directories it finds, a zombie's write in
+    flight among them: that write fails, and is reported as fenced off, not as an error."""
+    from kctl.connectors.file import sink as sink_module
+
+    zombie, _ = start_task(engine, tmp_path, **EOS)
+    zombie.open([TP])
+    reached, go = threading.Event(), threading.Event()
+    real_fsync = sink_module._fsync_file
+
+    def stalled_fsync(path):  # the zombie's write stalls just before it publishes
+        reached.set()
+        assert go.wait(60)
+        real_fsync(path)
+
+    with mock.patch.object(sink_module, "_fsync_file", stalled_fsync), \
+            caplog.at_level(logging.WARNING, logger="kctl.connectors.file.sink"):
+        zombie.put([rec(i) for i in range(5)])
+        assert reached.wait(60)
+        owner, _ = start_task(engine, tmp_path, **EOS)
+        owner.open([TP])  # claims, and removes the zombie's temporary directory
+        go.set()
+        zombie.flush({})  # no DataError
+        assert len(fencing_warnings(caplog)) == 1
+    assert ranges(tmp_path) == []
+    owner.put([rec(i) for i in range(5)])
+    owner.flush({})
+    assert ranges(tmp_path) == [(0, 4)]
+
+
+def test_at_least_once_takes_no_claims(engine, tmp_path):
+    task, _ = start_task(engine, tmp_path, **{"flush.size": "5"})
+    task.open([TP])
+    task.put([rec(i) for i in range(5)])
+    task.flush({})
+    assert sorted(os.listdir(tmp_path / "orders" / "partition=0")) == ["orders+0+0+4.json"]
+
+
+def test_the_claim_and_its_lock_hold_across_processes(engine, tmp_path, caplog):
+    """Another process claims the partition (its open() needs no Spark), and while a process
+    holds the partition's lock no other can take it."""
+    import subprocess
+    import sys
+    import textwrap
+
+    zombie, _ = start_task(engine, tmp_path, **EOS)
+    zombie.open([TP])
+    zombie.put([rec(i) for i in range(3)])
+    script = textwrap.dedent(f"""
+        import sys
+        from kctl.api import TopicPartition
+        from kctl.connectors.file import FileSinkTask
+        from kctl.connectors.file.sink import partition_dir, partition_lock
+
+        class Context:
+            def offset(self, offsets):
+                pass
+
+        tp = TopicPartition("orders", 0)
+        task = FileSinkTask()
+        task.initialize(Context())
+        task.start({{"topics": "orders", "path": {str(tmp_path)!r}, "format": "json",
+                     "delivery.guarantee": "exactly_once"}})
+        task.open([tp])
+        with partition_lock(partition_dir({str(tmp_path)!r}, tp)):
+            print("locked", flush=True)
+            sys.stdin.readline()
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "locked\n"
+        fd = os.open(tmp_path / "orders" / "partition=0" / ".kctl-lock", os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+    finally:
+        proc.communicate("\n", timeout=60)
+    assert proc.returncode == 0
+    with caplog.at_level(logging.WARNING, logger="kctl.connectors.file.sink"):
+        zombie.flush({})
+        assert len(fencing_warnings(caplog)) == 1
+    assert ranges(tmp_path) == []

@@ -6,22 +6,44 @@ directory and it appears by one atomic rename, so readers never see a partial fi
 In exactly_once mode the committed files are the source of truth for progress: a new
 task reads the last end offset back from the file names and rewinds the consumer there,
 so a crash at any point neither loses nor duplicates a record in committed output.
+
+Zombie fencing (exactly_once): a task whose worker stalled (stopped, paused, swapped out)
+past the group session timeout loses its partitions to another task but, once it runs
+again, may still hold buffered records and publish them after the new owner read the
+committed end back, leaving overlapping ranges. So each partition directory holds a claim,
+`.kctl-claim`, with an epoch number, guarded by an exclusive `flock` on `.kctl-lock`
+(cross-process, and across tasks of one process: each locks through its own descriptor).
+`open()` takes the lock, raises the epoch (written to a temporary file, fsynced, renamed
+into place), remembers it, and lists the committed files before letting go: the claim and
+the read of the committed end are one step. Every publish takes the lock and renames its
+file into place only while the claim still holds this task's epoch. Otherwise the task
+publishes nothing (its temporary output is removed), drops the partition's buffered
+records, logs a warning once, and from then on skips that partition's records and leaves
+it out of `pre_commit` until the runtime closes it; a later `open()` claims it again. The
+task keeps running its other partitions. A write that fails after its partition was
+claimed elsewhere (the new owner's `open()` removes temporary directories it finds) counts
+as fenced, not as a failure. The path must support `flock` between the processes that
+share it (a local filesystem; NFS maps it to byte-range locks). at_least_once mode takes no
+claims: its contract allows the duplicates a zombie may add.
 """
 
 from __future__ import annotations
 
 import base64
 import bisect
+import contextlib
 import datetime as _dt
 import decimal
+import fcntl
 import json
 import logging
 import os
 import re
 import shutil
+import socket
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -61,6 +83,8 @@ EXTENSIONS = {"json": "json", "csv": "csv", "parquet": "parquet", "text": "txt"}
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE = "exactly_once"
 TMP_PREFIX = ".tmp-"
+CLAIM_FILE = ".kctl-claim"
+LOCK_FILE = ".kctl-lock"
 
 CONFIG_DEF = (
     ConfigDef()
@@ -79,7 +103,10 @@ CONFIG_DEF = (
     .define("delivery.guarantee", ConfigType.STRING, AT_LEAST_ONCE,
             ValidString.in_(AT_LEAST_ONCE, EXACTLY_ONCE), Importance.HIGH,
             "at_least_once: every offset commit writes what is buffered. exactly_once: "
-            "progress is read back from committed file names, so output has no duplicates.",
+            "progress is read back from committed file names, so output has no duplicates; "
+            "a task publishes a partition's files only while it holds that partition's claim "
+            "(an epoch in <partition dir>/.kctl-claim, under flock), so a stalled task whose "
+            "partitions moved on writes nothing more to them.",
             group="Delivery")
     .define("csv.header", ConfigType.BOOLEAN, True, None, Importance.LOW,
             "Write a header line at the top of each csv file.", group="CSV")
@@ -107,6 +134,79 @@ def committed_files(root: str, tp: TopicPartition) -> list[tuple[int, int, str]]
         if m and m["topic"] == tp.topic and int(m["partition"]) == tp.partition:
             out.append((int(m["start"]), int(m["end"]), os.path.join(d, n)))
     return sorted(out)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Who last claimed a partition directory: its epoch, and the process, for messages."""
+
+    epoch: int
+    owner: str = ""
+
+
+def read_claim(d: str) -> Claim:
+    """The claim of partition directory `d` (epoch 0 when none was ever taken). It is
+    replaced by rename, so a read without the lock still sees a whole one."""
+    path = os.path.join(d, CLAIM_FILE)
+    try:
+        with open(path) as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        return Claim(0)
+    try:
+        data = json.loads(text)
+        return Claim(int(data["epoch"]), str(data.get("owner", "")))
+    except (ValueError, KeyError, TypeError) as e:
+        raise DataError(f"{path} is not a FileSink claim ({e}): {text[:100]!r}") from None
+
+
+@contextlib.contextmanager
+def partition_lock(d: str) -> Iterator[None]:
+    """Hold the exclusive flock of partition directory `d` (between processes, and between
+    tasks of one process: each opens the lock file afresh, so each has its own lock)."""
+    fd = os.open(os.path.join(d, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            started = time.monotonic()
+            fcntl.flock(fd, fcntl.LOCK_EX)  # held for a claim or one rename: short
+            waited = time.monotonic() - started
+            if waited > 5:
+                log.warning("FileSink: waited %.1f s for the lock of %s (its holder was "
+                            "stalled)", waited, d)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _take_claim(d: str) -> int:
+    """Raise the epoch of partition directory `d`; the caller holds its lock."""
+    epoch = read_claim(d).epoch + 1
+    owner = f"pid {os.getpid()} on {socket.gethostname()}"
+    tmp = os.path.join(d, CLAIM_FILE + ".tmp")
+    with open(tmp, "w") as fh:
+        fh.write(json.dumps({"epoch": epoch, "owner": owner}) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, os.path.join(d, CLAIM_FILE))
+    _fsync_dir(d)
+    return epoch
+
+
+def _claim_if_readable(d: str) -> Claim | None:
+    try:
+        return read_claim(d)
+    except (OSError, DataError):
+        return None
+
+
+class _Fenced(Exception):
+    """A write found its partition claimed by another task: it published nothing."""
+
+    def __init__(self, tp: TopicPartition, epoch: int, held: Claim):
+        super().__init__(f"{tp} claimed with epoch {held.epoch}, this task holds {epoch}")
+        self.tp, self.epoch, self.held = tp, epoch, held
 
 
 class FileSinkConnector(SinkConnector):
@@ -190,7 +290,9 @@ class FileSinkTask(SinkTask):
     (in the JVM), the task takes and decodes the next records. One write is in flight at
     a time, so files appear in offset order and at most two files' records are held.
     A write's failure surfaces from the next put, flush, pre_commit or close; its records
-    were never committed, so the partition's next reader gets them again.
+    were never committed, so the partition's next reader gets them again. A write fenced
+    off by another task's claim (exactly_once) is no failure: the task thread hears of it
+    the same way, drops the partition's state and skips its records until it is reopened.
     """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
@@ -198,6 +300,10 @@ class FileSinkTask(SinkTask):
         self._buffers: dict[TopicPartition, _Buffer] = {}
         # written by the writer thread while a write is in flight, else by the task thread
         self._committed_end: dict[TopicPartition, int] = {}
+        # exactly_once: the epoch this task claimed per open partition (changed only while no
+        # write is in flight), and the partitions another task has claimed since
+        self._epochs: dict[TopicPartition, int] = {}
+        self._fenced: set[TopicPartition] = set()
         self.files_written: list[str] = []
         self._writer: ThreadPoolExecutor | None = None
         self._pending: Future[None] | None = None
@@ -223,6 +329,8 @@ class FileSinkTask(SinkTask):
             if writer is not None:
                 writer.shutdown(wait=True)
             self._buffers.clear()
+            self._epochs.clear()
+            self._fenced.clear()
 
     # partitions
 
@@ -232,12 +340,18 @@ class FileSinkTask(SinkTask):
         for tp in partitions:
             d = partition_dir(self.root, tp)
             os.makedirs(d, exist_ok=True)
-            for n in os.listdir(d):  # leftovers of a write a crash interrupted
-                if n.startswith(TMP_PREFIX):
-                    shutil.rmtree(os.path.join(d, n), ignore_errors=True)
-            files = committed_files(self.root, tp)
+            # exactly_once: claim the partition and read its committed end in one step, so
+            # a write of an earlier owner lands before it or not at all
+            with partition_lock(d) if self.exactly_once else contextlib.nullcontext():
+                if self.exactly_once:
+                    self._epochs[tp] = _take_claim(d)
+                for n in os.listdir(d):  # leftovers of a write a crash interrupted
+                    if n.startswith(TMP_PREFIX):
+                        shutil.rmtree(os.path.join(d, n), ignore_errors=True)
+                files = committed_files(self.root, tp)
             end = files[-1][1] if files else -1
             self._committed_end[tp] = end
+            self._fenced.discard(tp)
             self._buffers.pop(tp, None)
             if self.exactly_once and end >= 0:
                 rewind[tp] = end + 1
@@ -253,16 +367,21 @@ class FileSinkTask(SinkTask):
         for tp in partitions:
             self._buffers.pop(tp, None)
             self._committed_end.pop(tp, None)
+            self._epochs.pop(tp, None)
+            self._fenced.discard(tp)
 
     # records
 
     def put(self, records: Sequence[SinkRecord]) -> None:
         self._check_pending()
         now = self._clock()
+        fenced = self._fenced
         for r in records:
             tp = r.topic_partition
             if r.kafka_offset <= self._committed_end.get(tp, -1):
                 continue  # already in a committed file (redelivered after a crash)
+            if fenced and tp in fenced:
+                continue  # another task owns it now
             buf = self._buffers.get(tp)
             if buf is None:
                 buf = self._buffers[tp] = _Buffer(since=now)
@@ -277,6 +396,9 @@ class FileSinkTask(SinkTask):
         per record; files still hold exactly flush.size records."""
         self._check_pending()
         tp = batch.topic_partition
+        if tp in self._fenced:  # another task owns it now
+            self._rotate_due()
+            return
         committed = self._committed_end.get(tp, -1)
         if batch.offsets[0] <= committed:  # already in a committed file
             batch = batch.slice(bisect.bisect_right(batch.offsets, committed))
@@ -326,6 +448,8 @@ class FileSinkTask(SinkTask):
         if buf is None or not buf.count:
             return
         self.wait_for_writes()
+        if tp in self._fenced:  # the write in flight found it claimed by another task
+            return
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="file-sink-writer")
         self._pending = self._writer.submit(self._write_parts, tp, buf.parts)
@@ -336,10 +460,28 @@ class FileSinkTask(SinkTask):
             self.wait_for_writes()
 
     def wait_for_writes(self) -> None:
-        """Block until the file in flight, if any, is written; raises its failure."""
+        """Block until the file in flight, if any, is written; raises its failure (a
+        write fenced off by another task's claim is none: see `_fence`)."""
         pending, self._pending = self._pending, None
-        if pending is not None:
+        if pending is None:
+            return
+        try:
             pending.result()
+        except _Fenced as f:
+            self._fence(f)
+
+    def _fence(self, f: _Fenced) -> None:
+        """Another task claimed the partition: its buffered records, its committed end and
+        its claim are no longer this task's; its records are skipped until it is reopened."""
+        tp = f.tp
+        self._fenced.add(tp)
+        self._buffers.pop(tp, None)
+        self._committed_end.pop(tp, None)
+        self._epochs.pop(tp, None)
+        owner = f" by {f.held.owner}" if f.held.owner else ""
+        log.warning("FileSink: partition %s was claimed by another task (epoch %d %s %d%s); "
+                    "this task no longer owns it and writes nothing more to it", tp,
+                    f.held.epoch, ">" if f.held.epoch > f.epoch else "!=", f.epoch, owner)
 
     def _write_parts(self, tp: TopicPartition, parts: list[SinkRecord | SinkBatch]) -> None:
         for run in self._columnar_runs(parts):
@@ -424,6 +566,7 @@ class FileSinkTask(SinkTask):
         final = os.path.join(d, f"{tp.topic}+{tp.partition}+{start}+{end}.{self.ext}")
         tmp = os.path.join(d, f"{TMP_PREFIX}{uuid.uuid4().hex}")
         out = os.path.join(tmp, "out")
+        epoch = self._epochs.get(tp) if self.exactly_once else None
         try:
             writer = self._frame(table, tmp).coalesce(1).write.mode("overwrite")
             if spark_format == "csv":
@@ -435,11 +578,27 @@ class FileSinkTask(SinkTask):
                 raise DataError(f"Spark wrote {len(parts)} files for {final}, expected one")
             part = os.path.join(out, parts[0])
             _fsync_file(part)
-            os.replace(part, final)
-            _fsync_dir(d)
-        except DataError:
+            if epoch is None:
+                os.replace(part, final)
+                _fsync_dir(d)
+            else:
+                with partition_lock(d):  # publish only while this task's claim holds
+                    held = read_claim(d)
+                    if held.epoch != epoch:
+                        raise _Fenced(tp, epoch, held)
+                    os.replace(part, final)
+                    _fsync_dir(d)
+        except _Fenced:
             raise
         except Exception as e:
+            # the new owner's open() removes temporary directories it finds: a write that
+            # failed after its partition was claimed elsewhere was fenced off
+            if epoch is not None:
+                held = _claim_if_readable(d)
+                if held is not None and held.epoch > epoch:
+                    raise _Fenced(tp, epoch, held) from e
+            if isinstance(e, DataError):
+                raise
             raise DataError(f"Writing {final} failed: {e}") from e
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -22,7 +22,7 @@ from kctl.api.records import (
     TimestampType,
     TopicPartition,
 )
-from kctl.errors import CommitFailedError, ConnectError, RetriableError
+from kctl.errors import ConnectError, RetriableError, TransportError
 from kctl.runtime.error_handling import (
     FAILED,
     RetryWithToleranceOperator,
@@ -351,10 +351,13 @@ class WorkerSinkTask(WorkerTask):
             if offsets:
                 try:
                     self.consumer.commit(offsets)
-                except CommitFailedError as e:
-                    # not a task failure: the partitions are moving, their next owner
-                    # resumes from the offsets committed before (Kafka Connect logs it too)
-                    log.warning("Task %s: offsets not committed: %s", self.id, e)
+                except TransportError as e:
+                    # as Kafka Connect: a commit the group refuses (CommitFailedError: the
+                    # partitions are moving, this member was fenced out of its generation)
+                    # or that does not arrive is not the task's failure; the offsets stay
+                    # uncommitted, for the next commit or the partitions' next owner
+                    log.warning("Task %s: offset commit failed (retried with the next "
+                                "commit): %s", self.id, e)
                     return
                 self.committed.update(offsets)
             ok = True

@@ -37,7 +37,6 @@ from kctl.group.protocol import (
     LeaveGroup,
     LeaveGroupResponse,
     MemberFailed,
-    MemberState,
     RequestRejoin,
     ScheduleTimer,
     Send,
@@ -212,9 +211,12 @@ class BrokerGroupDriver:
 
         m = self.member
         member_id, generation = m.member_id, m.generation
-        if m.state is not MemberState.STABLE or generation < 0:
+        # While a rebalance waits for members to join, the coordinator still takes offsets
+        # of the generation that is ending (what a revocation callback commits); a member
+        # that lost its membership has no generation to commit in.
+        if not member_id or generation < 0:
             raise CommitFailedError(f"group {self.group_id}: offsets not committed, this member "
-                                    f"is rebalancing ({m.state.value})")
+                                    f"is not in a generation ({m.state.value})")
         coordinator = self._coordinator
         if coordinator is None:
             raise TransportError(f"group {self.group_id}: offsets not committed, the group "

@@ -62,6 +62,7 @@ from _cluster import (
 from _pipeline import CommittedLines, generate, make_value, verify_output
 
 POLL_S = 0.05
+FAILED_RUNS: list[str] = []
 
 
 @dataclass
@@ -188,7 +189,14 @@ def measure(bootstrap: str, root: Path, size: int, args) -> list[ThroughputRun]:
               f"timed; {warm.check})", flush=True)
         runs = []
         for k in range(args.runs):
-            run = pipeline(cluster, bootstrap, root, f"run{size}w{k}", args.records, args)
+            try:
+                run = pipeline(cluster, bootstrap, root, f"run{size}w{k}", args.records, args)
+            except RuntimeError as e:  # a FAILED task: this run measured nothing
+                failed = [ln for ln in str(e).splitlines() if "Error" in ln][-1:]
+                print(f"  {size} worker(s) run {k + 1}: FAILED ({str(e).splitlines()[0]} ... "
+                      f"{''.join(failed)})", flush=True)
+                FAILED_RUNS.append(f"{size} worker(s) run {k + 1}")
+                continue
             runs.append(run)
             print(f"  {size} worker(s) run {k + 1}: {run.seconds:6.2f} s {run.rate:>9,.0f} "
                   f"records/s; all tasks RUNNING after {_s(run.running)} s (tasks on "
@@ -228,13 +236,15 @@ def main() -> None:
     print()
     print(f"  {'workers':<8} {'records/s':>28} {'seconds':>22} {'start (not in the rate)':>26}")
     for size, runs in results.items():
+        if not runs:
+            continue
         starts = [r.started for r in runs if r.started is not None]
         print(f"  {size:<8} {spread([r.rate for r in runs], '{:,.0f}'):>28} "
               f"{spread([r.seconds for r in runs]):>22} {spread(starts):>26}")
     print(f"  median (min-max) of {args.runs} run(s); records/s from the files' arrival to "
           "the last line committed; start = connector creation -> the probe lines through "
           "(rebalances, task and consumer group start)")
-    if len(sizes) >= 2:
+    if len(sizes) >= 2 and results[sizes[0]] and results[sizes[-1]]:
         base, other = sizes[0], sizes[-1]
         ratio = (statistics.median(r.rate for r in results[other])
                  / statistics.median(r.rate for r in results[base]))
@@ -243,6 +253,8 @@ def main() -> None:
            if not r.check.startswith("output verified")]
     if bad:
         raise SystemExit("OUTPUT MISMATCH: the figures above do not count")
+    if FAILED_RUNS:
+        raise SystemExit(f"a task FAILED in {', '.join(FAILED_RUNS)}: those runs are left out")
 
 
 def _warmup_args(args) -> argparse.Namespace:

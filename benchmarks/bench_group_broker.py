@@ -21,6 +21,8 @@ import time
 import uuid
 from pathlib import Path
 
+from _broker_rtt import raw_round_trip
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -101,58 +103,6 @@ def join_time(bootstrap: str) -> tuple[float, int]:
             w.driver.close()
 
 
-def raw_round_trip(bootstrap: str) -> float:
-    """One lone member's JoinGroup (with the member-id round) and SyncGroup, kafka-python
-    requests only: the broker's floor for any rebalance."""
-    from kafka.net.compat import KafkaNetClient
-    from kafka.protocol.consumer.group import (
-        JoinGroupRequest,
-        LeaveGroupRequest,
-        SyncGroupRequest,
-    )
-    from kafka.protocol.metadata import CoordinatorType, FindCoordinatorRequest
-
-    client = KafkaNetClient(bootstrap_servers=bootstrap, client_id="raw")
-    manager = client._manager
-    manager._net.start()
-    manager.bootstrap(10000)
-
-    def call(request, node=None):
-        async def send():
-            return await manager.send(request, node_id=node, request_timeout_ms=60000)
-        fut = manager._net.call_soon_with_future(send)
-        while not fut.is_done:
-            time.sleep(0.001)
-        if fut.exception:
-            raise fut.exception
-        return fut.value
-
-    group = f"bench-raw-{uuid.uuid4().hex[:8]}"
-    found = call(FindCoordinatorRequest(key=group, key_type=0, coordinator_keys=[group]))
-    node = manager.cluster.add_coordinator(found.coordinators[0], CoordinatorType.GROUP, group)
-
-    def join(member_id: str):
-        return call(JoinGroupRequest(
-            group_id=group, session_timeout_ms=SESSION_MS, rebalance_timeout_ms=SESSION_MS,
-            member_id=member_id, group_instance_id=None, protocol_type="connect",
-            protocols=[("sessioned", b"\x00\x02")], reason="bench", max_version=7), node)
-
-    t0 = time.perf_counter()
-    r = join("")
-    if r.error_code == 79:
-        r = join(r.member_id)
-    call(SyncGroupRequest(group_id=group, generation_id=r.generation_id, member_id=r.member_id,
-                          group_instance_id=None, protocol_type="connect",
-                          protocol_name=r.protocol_name, assignments=[(r.member_id, b"")],
-                          max_version=5), node)
-    took = time.perf_counter() - t0
-    call(LeaveGroupRequest(group_id=group, member_id=r.member_id, members=[
-        LeaveGroupRequest.MemberIdentity(member_id=r.member_id, group_instance_id=None,
-                                         reason="done")]), node)
-    client.close()
-    return took
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", help="a broker (default: start the test broker)")
@@ -166,7 +116,7 @@ def main() -> None:
         broker = start_broker()
         bootstrap = broker.bootstrap
     try:
-        raw = [raw_round_trip(bootstrap) for _ in range(args.runs)]
+        raw = [raw_round_trip(bootstrap, SESSION_MS) for _ in range(args.runs)]
         joins = [join_time(bootstrap) for _ in range(args.runs)]
     finally:
         if broker is not None:

@@ -24,14 +24,18 @@ class Worker:
                     "PYTHONPATH": os.pathsep.join(filter(None, [TESTS, os.environ.get("PYTHONPATH")]))}
 
     def start(self, *connector_files: Path) -> None:
-        log = open(self.work / "worker.log", "a")  # noqa: SIM115 - closed with the process
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kctl.cli.main", "worker", "start",
-             str(self.work / "worker.yaml"), *map(str, connector_files)],
-            stdout=log, stderr=subprocess.STDOUT, env=self.env)
+        self.launch(*connector_files)
         wait_until(lambda: self.kctl("connector", "list", check=False).returncode == 0
                    or self.proc.poll() is not None, timeout=60, message="worker REST up")
         assert self.proc.poll() is None, (self.work / "worker.log").read_text()[-3000:]
+
+    def launch(self, *connector_files: Path) -> None:
+        """Start the process and return at once (`start` also waits for its REST API)."""
+        with open(self.work / "worker.log", "a") as log:  # the child keeps its own copy
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "kctl.cli.main", "worker", "start",
+                 str(self.work / "worker.yaml"), *map(str, connector_files)],
+                stdout=log, stderr=subprocess.STDOUT, env=self.env)
 
     def kill(self) -> None:
         assert self.proc is not None

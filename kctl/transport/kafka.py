@@ -261,13 +261,12 @@ class KafkaConsumer(Consumer):
     """librdkafka fetches by manual assignment; a subscribed consumer's group membership is
     kctl's own (`ConsumerGroupMember`), whose rebalance callbacks run here in `poll`."""
 
-    def __init__(self, conf: Mapping[str, Any], *, group_settings: Mapping[str, Any] | None = None,
+    def __init__(self, conf: Mapping[str, Any], *,
                  partition_counts: Callable[[], Mapping[str, int]] | None = None):
         self._c = KConsumer(_clean(conf))
-        self._conf = conf
-        self._group_settings = dict(group_settings or {})
-        if "partition.assignment.strategy" in self._group_settings:  # a bad one fails now
-            assignment_strategy(self._group_settings["partition.assignment.strategy"])
+        self._conf = conf  # with the group's settings, which librdkafka does not get
+        if "partition.assignment.strategy" in conf:  # a bad one fails now, not at a join
+            assignment_strategy(conf["partition.assignment.strategy"])
         self._partition_counts = partition_counts
         self._group: ConsumerGroupMember | None = None
         self._on_assign: RebalanceCallback | None = None
@@ -294,7 +293,7 @@ class KafkaConsumer(Consumer):
             raise TransportError(f"consumer of group {group_id} cannot subscribe: it was made "
                                  "without a view of the cluster's topics")
         self._group = ConsumerGroupMember(str(self._conf["bootstrap.servers"]), group_id,
-                                          topics, self._group_settings, self._partition_counts)
+                                          topics, self._conf, self._partition_counts)
         self._group.start()
 
     def _rebalance(self) -> None:
@@ -540,7 +539,7 @@ class KafkaTransport(Transport):
         user = {k: v for k, v in (config or {}).items() if not k.startswith(_PRIVATE)}
         conf = {**self._base, **CONSUMER_DEFAULTS, **user}
         conf["group.id"] = group_id or f"kctl-reader-{uuid.uuid4().hex}"
-        return KafkaConsumer(conf, group_settings=conf, partition_counts=self._admin.list_topics)
+        return KafkaConsumer(conf, partition_counts=self._admin.list_topics)
 
     def admin(self) -> Admin:
         return self._admin

@@ -121,16 +121,16 @@ class WorkerSinkTask(WorkerTask):
 
     def _on_revoke(self, partitions: list[TopicPartition]) -> None:
         self._commit(partitions)
-        self.task.close(partitions)
-        for tp in partitions:
-            self.current.pop(tp, None)
-            self.committed.pop(tp, None)
+        self._close_partitions(partitions)
 
     def _on_lost(self, partitions: list[TopicPartition]) -> None:
         """The group gave them to another member already (this one was evicted, e.g. it
         stalled past the session timeout): close without committing, as Kafka Connect."""
         log.warning("Task %s lost %s to a rebalance; closing them without committing",
                     self.id, ", ".join(map(str, partitions)))
+        self._close_partitions(partitions)
+
+    def _close_partitions(self, partitions: list[TopicPartition]) -> None:
         self.task.close(partitions)
         for tp in partitions:
             self.current.pop(tp, None)

@@ -277,6 +277,7 @@ class KafkaConsumer(Consumer):
         # (a seek there fails with "Erroneous state"), so they become the start offsets
         self._assigning = False
         self._start_at: dict[TopicPartition, int] = {}
+        self._pause_at: list[KTP] = []
         self._assignment: set[TopicPartition] = set()
         self._closed = False
 
@@ -329,6 +330,9 @@ class KafkaConsumer(Consumer):
             parts.append(KTP(tp.topic, tp.partition) if start is None else
                          KTP(tp.topic, tp.partition, start))
         self._c.incremental_assign(parts)
+        pause, self._pause_at = self._pause_at, []
+        if pause:
+            self._c.pause(pause)
 
     def _stop(self, tps: list[TopicPartition], *, lost: bool) -> None:
         try:
@@ -405,7 +409,9 @@ class KafkaConsumer(Consumer):
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         parts = [KTP(p.topic, p.partition) for p in partitions]
-        if parts:
+        if self._assigning:  # inside on_assign: paused once librdkafka has them
+            self._pause_at.extend(parts)
+        elif parts:
             self._c.pause(parts)
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:

@@ -118,6 +118,10 @@ class WorkerSinkTask(WorkerTask):
             self.committed[tp] = self.current[tp]
         self.task.open(partitions)
         self._apply_rewinds()
+        if self._paused:
+            # handed partitions while paused (by the poll that keeps it in its group): none
+            # may be read before the resume, or the record set aside would be skipped
+            self.consumer.pause(partitions)
 
     def _on_revoke(self, partitions: list[TopicPartition]) -> None:
         self._commit(partitions)

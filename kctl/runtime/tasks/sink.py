@@ -157,7 +157,14 @@ class WorkerSinkTask(WorkerTask):
         self.consumer.resume(self.consumer.assignment())
 
     def while_paused(self) -> None:
-        self.consumer.poll_batch(1, 0)  # keeps group membership alive on a real broker
+        """Poll to run rebalances (and keep an embedded group's membership); a record read
+        anyway is put back, so the resume starts at it."""
+        first: dict[TopicPartition, int] = {}
+        for r in self.consumer.poll_batch(1, 0):
+            first.setdefault(r.topic_partition, r.offset)
+        for tp, offset in first.items():
+            log.debug("Task %s read %s@%d while paused; rewinding", self.id, tp, offset)
+            self.consumer.seek(tp, offset)
 
     def execute(self) -> None:
         next_commit = self.clock() + self.commit_interval

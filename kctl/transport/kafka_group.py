@@ -468,11 +468,8 @@ class BrokerGroupDriver:
     def _from_wire(self, request: Any, wire: Any) -> Any:
         error = _error(wire.error_code)
         if error is None:
-            from kafka.errors import for_code
-
-            name = for_code(wire.error_code).__name__
-            self._work.append(MemberFailed(ErrorCode.NONE,
-                                           f"{type(request).__name__} failed with {name}"))
+            self._work.append(MemberFailed(
+                ErrorCode.NONE, f"{type(request).__name__} failed with {_name(wire.error_code)}"))
             return None
         if isinstance(request, JoinGroup):
             protocol = wire.protocol_name or None

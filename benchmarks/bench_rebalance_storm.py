@@ -28,7 +28,7 @@ import json
 import time
 from typing import Any
 
-from kctl.group.explain import simulate_document
+from kctl.rebalance.explain import simulate_document
 
 
 def storm_scenario(

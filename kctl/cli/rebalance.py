@@ -1,7 +1,7 @@
 """`kctl rebalance`: simulate group rebalances and explain every round.
 
 Thin on purpose: parse the flags or the scenario file, call the simulator through
-``kctl.group.explain``, render. Nothing here talks to a worker, so it answers instantly.
+``kctl.rebalance.explain``, render. Nothing here talks to a worker, so it answers instantly.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def explain(
     ] = None,
 ) -> None:
     """Simulate a scenario and explain each rebalance round."""
-    from kctl.group import explain as ex
+    from kctl.rebalance import explain as ex
 
     try:
         if scenario is not None:

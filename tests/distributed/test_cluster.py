@@ -23,8 +23,8 @@ from support.cluster import Cluster
 from support.waiting import wait_until
 
 from kctl.group.assignors.connect import ConnectorsAndTasks
-from kctl.group.scenario import Scenario
-from kctl.group.simulator import simulate
+from kctl.rebalance.scenario import Scenario
+from kctl.rebalance.simulator import simulate
 from kctl.states import TaskId
 from kctl.transport.base import ProducerRecord, TopicSpec
 from kctl.transport.kafka import KafkaTransport

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kctl.errors import ConfigError
-from kctl.group import explain
+from kctl.rebalance import explain
 
 
 def expand(text: str) -> list[str]:

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from group.explain_support import rendered
 
-from kctl.group import explain
+from kctl.rebalance import explain
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 EXAMPLES = sorted(SCENARIOS.glob("*.yaml"))

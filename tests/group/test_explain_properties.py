@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from kctl.group import explain
+from kctl.rebalance import explain
 
 
 def expand(tokens: list[str]) -> set[str]:

@@ -13,8 +13,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kctl.group.scenario import load_scenario
-from kctl.group.simulator import Round, Simulator, simulate
+from kctl.rebalance.scenario import load_scenario
+from kctl.rebalance.simulator import Round, Simulator, simulate
 
 SESSION = 6_000
 # Shorter and longer than the session: a paused member comes back to find itself gone.

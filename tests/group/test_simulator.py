@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from kctl.errors import ConfigError
-from kctl.group.scenario import Scenario, load_scenario
-from kctl.group.simulator import simulate
+from kctl.rebalance.scenario import Scenario, load_scenario
+from kctl.rebalance.simulator import simulate
 
 
 def run(text: str) -> dict[str, Any]:

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from kctl.api.records import TopicPartition
-from kctl.group import explain
 from kctl.group.assignors.consumer import (
     CooperativeStickyAssignor,
     RangeAssignor,
@@ -23,6 +22,7 @@ from kctl.group.assignors.consumer import (
     encode_generation,
 )
 from kctl.group.assignors.consumer import TopicPartition as GroupTopicPartition
+from kctl.rebalance import explain
 from kctl.transport.base import TopicSpec
 from kctl.transport.embedded import EmbeddedTransport
 

@@ -17,13 +17,13 @@ from hypothesis import strategies as st
 
 from kctl.api.records import TopicPartition
 from kctl.errors import AlreadyExistsError, ConfigError, TransportError
-from kctl.group import explain
 from kctl.group.assignors.consumer import (
     CooperativeStickyAssignor,
     Subscription,
     encode_generation,
 )
 from kctl.group.assignors.consumer import TopicPartition as GroupTopicPartition
+from kctl.rebalance import explain
 from kctl.transport.base import ProducerRecord, TopicSpec
 from kctl.transport.embedded import (
     OFFSETS_TOPIC,

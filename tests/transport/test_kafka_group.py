@@ -17,8 +17,8 @@ from kctl.group.assignors.connect import EMPTY, ConnectorsAndTasks, configured_w
 from kctl.group.connect_coordinator import ConnectHandler
 from kctl.group.history import GenerationCompleted, GenerationRecord
 from kctl.group.protocol import GroupMember, MemberFailed, MemberState, StartWork, StopWork
-from kctl.group.scenario import Scenario
-from kctl.group.simulator import simulate
+from kctl.rebalance.scenario import Scenario
+from kctl.rebalance.simulator import simulate
 from kctl.transport.kafka_group import CONNECT_CODEC, BrokerGroupDriver
 
 pytestmark = pytest.mark.broker

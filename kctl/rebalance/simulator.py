@@ -50,7 +50,7 @@ from kctl.group.protocol import (
     SyncGroup,
     SyncGroupResponse,
 )
-from kctl.group.scenario import Event, Scenario
+from kctl.rebalance.scenario import Event, Scenario
 
 __all__ = [
     "SimulationResult",

@@ -551,7 +551,7 @@ def scenario_from_flags(
 
     ``workers`` is a count ("3" -> w1 w2 w3; consumers C0 C1 C2) or comma-separated names.
     """
-    from kctl.group.scenario import Scenario
+    from kctl.rebalance.scenario import Scenario
 
     count = workers.strip()
     members: int | list[str] = (
@@ -586,8 +586,8 @@ def with_protocol(scenario: Mapping[str, Any], protocol: str) -> dict[str, Any]:
 
 def simulate_document(scenario: Mapping[str, Any]) -> dict[str, Any]:
     """Validate a scenario document, run the simulator, return its stable JSON document."""
-    from kctl.group.scenario import Scenario
-    from kctl.group.simulator import simulate
+    from kctl.rebalance.scenario import Scenario
+    from kctl.rebalance.simulator import simulate
 
     return simulate(Scenario.from_dict(_plain(scenario))).to_json()
 

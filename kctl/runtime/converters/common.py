@@ -97,23 +97,37 @@ def _decimal_scale(schema: Schema) -> int:
 
 
 def decimal_to_bytes(value: decimal.Decimal, scale: int) -> bytes:
-    """Kafka's Decimal.fromLogical: the unscaled value as big-endian two's complement."""
-    exp = value.as_tuple().exponent
+    """Kafka's Decimal.fromLogical: the unscaled value as big-endian two's complement.
+
+    Integer arithmetic on the digits, never the decimal context (28 digits by default,
+    which rounded every longer value): a value is exact at any precision or refused."""
+    sign, digits, exp = value.as_tuple()
     if not isinstance(exp, int):
         raise DataError(f"Decimal value {value} is not finite")
-    if -exp != scale:
-        q = value.quantize(decimal.Decimal(1).scaleb(-scale))
-        if q != value:
+    coefficient = int("".join(map(str, digits)) or "0")
+    shift = exp + scale  # the unscaled value is coefficient * 10**shift
+    if shift >= 0:
+        unscaled = coefficient * 10 ** shift
+    else:
+        unscaled, rest = divmod(coefficient, 10 ** -shift)
+        if rest:
             raise DataError(f"BigDecimal has mismatching scale value for given Decimal schema: "
                             f"{value} does not fit scale {scale}")
-        value = q
-    unscaled = int(value.scaleb(scale))
+    if sign:
+        unscaled = -unscaled
     length = max(1, (unscaled + (unscaled < 0)).bit_length() // 8 + 1)
     return unscaled.to_bytes(length, "big", signed=True)
 
 
 def bytes_to_decimal(raw: bytes, scale: int) -> decimal.Decimal:
-    return decimal.Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-scale)
+    """Kafka's Decimal.toLogical, exact at any precision (built from its digits)."""
+    return unscaled_to_decimal(int.from_bytes(raw, "big", signed=True), scale)
+
+
+def unscaled_to_decimal(unscaled: int, scale: int) -> decimal.Decimal:
+    """unscaled * 10**-scale, exactly (Decimal(int).scaleb rounds to the context's 28 digits)."""
+    digits = tuple(int(d) for d in str(abs(unscaled)))
+    return decimal.Decimal((1 if unscaled < 0 else 0, digits, -scale))
 
 
 def timestamp_to_millis(value: dt.datetime) -> int:

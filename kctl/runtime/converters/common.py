@@ -96,38 +96,33 @@ def _decimal_scale(schema: Schema) -> int:
         raise DataError("Invalid Decimal schema: scale parameter not found or not an integer") from e
 
 
-def decimal_to_bytes(value: decimal.Decimal, scale: int) -> bytes:
-    """Kafka's Decimal.fromLogical: the unscaled value as big-endian two's complement.
+# Exact decimal arithmetic: the default context keeps 28 digits and rounded longer values;
+# scaleb (a shift of the exponent) under this one never rounds, at any size.
+_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
 
-    Integer arithmetic on the digits, never the decimal context (28 digits by default,
-    which rounded every longer value): a value is exact at any precision or refused."""
-    sign, digits, exp = value.as_tuple()
-    if not isinstance(exp, int):
+
+def decimal_to_bytes(value: decimal.Decimal, scale: int) -> bytes:
+    """Kafka's Decimal.fromLogical: the unscaled value as big-endian two's complement,
+    exact at any precision; a value with more fraction than `scale` is refused."""
+    if not value.is_finite():
         raise DataError(f"Decimal value {value} is not finite")
-    coefficient = int("".join(map(str, digits)) or "0")
-    shift = exp + scale  # the unscaled value is coefficient * 10**shift
-    if shift >= 0:
-        unscaled = coefficient * 10 ** shift
-    else:
-        unscaled, rest = divmod(coefficient, 10 ** -shift)
-        if rest:
-            raise DataError(f"BigDecimal has mismatching scale value for given Decimal schema: "
-                            f"{value} does not fit scale {scale}")
-    if sign:
-        unscaled = -unscaled
+    shifted = value.scaleb(scale, _EXACT)
+    if shifted.as_tuple().exponent < 0 and shifted != shifted.to_integral_value(context=_EXACT):
+        raise DataError(f"BigDecimal has mismatching scale value for given Decimal schema: "
+                        f"{value} does not fit scale {scale}")
+    unscaled = int(shifted)
     length = max(1, (unscaled + (unscaled < 0)).bit_length() // 8 + 1)
     return unscaled.to_bytes(length, "big", signed=True)
 
 
 def bytes_to_decimal(raw: bytes, scale: int) -> decimal.Decimal:
-    """Kafka's Decimal.toLogical, exact at any precision (built from its digits)."""
+    """Kafka's Decimal.toLogical, exact at any precision."""
     return unscaled_to_decimal(int.from_bytes(raw, "big", signed=True), scale)
 
 
 def unscaled_to_decimal(unscaled: int, scale: int) -> decimal.Decimal:
     """unscaled * 10**-scale, exactly (Decimal(int).scaleb rounds to the context's 28 digits)."""
-    digits = tuple(int(d) for d in str(abs(unscaled)))
-    return decimal.Decimal((1 if unscaled < 0 else 0, digits, -scale))
+    return decimal.Decimal(unscaled).scaleb(-scale, _EXACT)
 
 
 def timestamp_to_millis(value: dt.datetime) -> int:

@@ -168,3 +168,16 @@ def test_timestamp_granularity_keeps_microseconds_as_confluent_defines_it(
         assert "nanos_long" in str(error)
     else:
         assert got[2] == year_one and reporter.reports == []
+
+
+def test_sqlite_time_columns_are_times_of_day(engine, sqlite_db):
+    sqlite_db.execute("CREATE TABLE times (id INTEGER PRIMARY KEY, t TIME)",
+                      "INSERT INTO times VALUES (1, '12:34:56.123456'), (2, '00:00:00'), "
+                      "(3, 'noon'), (4, NULL)")
+    reporter = Reporter()
+    records = read_table(engine, sqlite_db, "times", reporter)
+    assert {val(r)["id"]: val(r)["t"] for r in records} == {
+        1: dt.time(12, 34, 56, 123456), 2: dt.time(0), 4: None}
+    assert field_schema(records[0], "t").name == TIME
+    [(_, error)] = reporter.reports
+    assert "'noon' is not a time of day" in str(error)

@@ -85,6 +85,12 @@ class Column:
         return any(t in up for t in _TEMPORAL_SQLITE)
 
     @property
+    def sqlite_time(self) -> bool:
+        """A time of day (`TIME`): text such as 12:34:56.123456."""
+        up = self.type_name.upper()
+        return "TIME" in up and "DATE" not in up and "STAMP" not in up
+
+    @property
     def sqlite_date(self) -> bool:
         up = self.type_name.upper()
         return "DATE" in up and "TIME" not in up

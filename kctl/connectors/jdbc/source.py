@@ -1038,7 +1038,8 @@ class JdbcSourceTask(SourceTask):
         return _Rows(table, micros, incs, bad, raw)
 
     def _sqlite_temporals(self, t: _Table, table: pa.Table, bad: dict[int, str]) -> pa.Table:
-        """SQLite DATE/DATETIME/TIMESTAMP columns (read as text) as dates and timestamps."""
+        """SQLite DATE/DATETIME/TIMESTAMP/TIME columns (read as text) as dates, timestamps
+        and times of day."""
         for c in t.columns:
             if not c.sqlite_temporal or c.name not in table.column_names:
                 continue
@@ -1046,11 +1047,13 @@ class JdbcSourceTask(SourceTask):
             out: list[Any] = []
             for i, v in enumerate(values):
                 try:
-                    out.append(_sqlite_temporal(v, c.sqlite_date))
+                    out.append(None if v is None else _time_of_day(str(v), False)
+                               if c.sqlite_time else _sqlite_temporal(v, c.sqlite_date))
                 except ValueError as e:
                     out.append(None)
                     bad.setdefault(i, f"column {c.name!r}: {e}")
-            typ = pa.date32() if c.sqlite_date else pa.timestamp("us", tz="UTC")
+            typ = (pa.time64("us") if c.sqlite_time else pa.date32() if c.sqlite_date
+                   else pa.timestamp("us", tz="UTC"))
             idx = table.column_names.index(c.name)
             table = table.set_column(idx, pa.field(c.name, typ), pa.array(out, type=typ))
         return table

@@ -114,8 +114,12 @@ def connect_to_arrow_type(schema: Schema) -> pa.DataType:
     if schema.name == DECIMAL:
         params = schema.parameters or {}
         scale = int(params.get("scale", "0"))
-        precision = int(params.get(PRECISION_PARAM, "38"))
-        return pa.decimal128(max(precision, scale, 1), scale)
+        precision = max(int(params.get(PRECISION_PARAM, "38")), scale, 1)
+        if precision <= 38:
+            return pa.decimal128(precision, scale)
+        # wider than Spark's 38 digits (PostgreSQL's numeric(p,s) goes to 1000): Arrow holds
+        # 76; each sink decides how it writes them (JdbcSink and FileSink as exact text)
+        return pa.decimal256(min(precision, 76), min(scale, 76))
     if schema.type in _PRIMITIVE_TO_ARROW:
         return _PRIMITIVE_TO_ARROW[schema.type]
     if schema.type is Type.ARRAY:
@@ -278,11 +282,15 @@ def _to_arrow_conv(schema: Schema) -> Conv:
 
 
 def structs_to_table(values: Sequence[Struct | Mapping[str, Any] | None], schema: Schema,
-                     nullable: bool = False) -> pa.Table:
+                     nullable: bool = False,
+                     rejects: dict[int, DataError] | None = None) -> pa.Table:
     """An Arrow table of `values` (Structs of `schema`, or dicts shaped like it).
 
     A None value becomes a row of nulls; pass nullable=True when that may happen to
-    required fields (e.g. tombstones among the rows a sink writes).
+    required fields (e.g. tombstones among the rows a sink writes). A value its column's
+    type cannot hold exactly (a decimal wider than its precision) fails the whole table,
+    or, given `rejects`, only its row: the row's error is put there (by row index) and the
+    value left null, for the caller to set the row aside.
     """
     arrow_schema = connect_to_arrow_schema(schema)
     if nullable:
@@ -305,5 +313,25 @@ def structs_to_table(values: Sequence[Struct | Mapping[str, Any] | None], schema
         try:
             arrays.append(pa.array(col, type=af.type))
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as e:
-            raise DataError(f"Field {f.name!r} cannot be written as {af.type}: {e}") from e
+            if rejects is None:
+                raise DataError(f"Field {f.name!r} cannot be written as {af.type}: {e}") from e
+            arrays.append(pa.array(_isolate(col, af.type, f.name, rejects), type=af.type))
     return pa.Table.from_arrays(arrays, schema=arrow_schema)
+
+
+_ARROW_VALUE_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError)
+
+
+def _isolate(col: list[Any], t: pa.DataType, name: str,
+             rejects: dict[int, DataError]) -> list[Any]:
+    """`col` with each value `t` cannot hold replaced by None, its error in `rejects`."""
+    out = list(col)
+    for i, x in enumerate(col):
+        if x is None:
+            continue
+        try:
+            pa.array([x], type=t)
+        except _ARROW_VALUE_ERRORS as e:
+            out[i] = None
+            rejects.setdefault(i, DataError(f"Field {name!r}: {x!r} does not fit {t}: {e}"))
+    return out

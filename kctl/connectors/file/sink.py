@@ -70,7 +70,8 @@ from kctl.api import (
     Type,
     ValidString,
 )
-from kctl.api.arrow import structs_to_table
+from kctl.api.arrow import connect_to_arrow_type, structs_to_table
+from kctl.api.data import DECIMAL
 from kctl.connectors.file._common import SingleChar, decode_delimiter, reads_local_files
 
 if TYPE_CHECKING:
@@ -305,6 +306,7 @@ class FileSinkTask(SinkTask):
         self._epochs: dict[TopicPartition, int] = {}
         self._fenced: set[TopicPartition] = set()
         self.files_written: list[str] = []
+        self._decimals: dict[int, tuple[Schema, list[tuple[str, pa.DataType]]]] = {}
         self._writer: ThreadPoolExecutor | None = None
         self._pending: Future[None] | None = None
 
@@ -382,6 +384,11 @@ class FileSinkTask(SinkTask):
                 continue  # already in a committed file (redelivered after a crash)
             if fenced and tp in fenced:
                 continue  # another task owns it now
+            if isinstance(r.value, Struct):
+                problem = self._unfit(r.value)
+                if problem is not None:
+                    self._report(r, problem)
+                    continue
             buf = self._buffers.get(tp)
             if buf is None:
                 buf = self._buffers[tp] = _Buffer(since=now)
@@ -390,6 +397,36 @@ class FileSinkTask(SinkTask):
             if buf.count >= self.flush_size:
                 self._write(tp)
         self._rotate_due()
+
+    def _unfit(self, value: Struct) -> DataError | None:
+        """Why a decimal of `value` cannot be written exactly (wider than its precision, more
+        fraction than its scale), if one cannot: checked here, so the record is the error,
+        not the file its batch would have been."""
+        schema = value.schema
+        entry = self._decimals.get(id(schema))
+        if entry is None or entry[0] is not schema:
+            entry = self._decimals[id(schema)] = (schema, [
+                (f.name, connect_to_arrow_type(f.schema)) for f in schema.fields
+                if f.schema.name == DECIMAL])
+        for name, t in entry[1]:
+            v = value.get_without_default(name)
+            if v is None:
+                continue
+            try:
+                pa.array([v], t)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as e:
+                return DataError(f"Field {name!r}: {v} does not fit {t}: {e}")
+        return None
+
+    def _report(self, record: SinkRecord, error: DataError) -> None:
+        """To the errant record reporter (the DLQ under errors.tolerance=all); without one
+        the task fails naming the record."""
+        getter = getattr(self.context, "errant_record_reporter", None)
+        reporter = getter() if getter is not None else None
+        if reporter is None:
+            raise DataError(f"Record {record.topic}-{record.kafka_partition}@"
+                            f"{record.kafka_offset}: {error}")
+        reporter.report(record, error)
 
     def put_batch(self, batch: SinkBatch) -> None:
         """The same as `put(batch.records())`, written from the column without a SinkRecord
@@ -614,6 +651,7 @@ class FileSinkTask(SinkTask):
         spark = self._spark()  # first: pyspark is imported while the session is built
         from pyspark.sql.pandas.types import from_arrow_schema
 
+        table = _spark_ready(table)
         if not reads_local_files(spark):
             return spark.createDataFrame(table)
         os.makedirs(tmp)
@@ -623,6 +661,16 @@ class FileSinkTask(SinkTask):
 
     def _spark(self) -> SparkSession:
         return self.context.spark()
+
+
+def _spark_ready(table: pa.Table) -> pa.Table:
+    """Decimals wider than Spark's 38 digits (Arrow decimal256) written as their exact text."""
+    wide = [i for i, f in enumerate(table.schema) if pa.types.is_decimal256(f.type)]
+    for i in wide:
+        f = table.schema.field(i)
+        table = table.set_column(i, pa.field(f.name, pa.string(), f.nullable),
+                                 table.column(i).cast(pa.string()))
+    return table
 
 
 def _fsync_file(path: str) -> None:

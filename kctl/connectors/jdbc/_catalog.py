@@ -40,12 +40,41 @@ SESSION_INIT = {
 }
 
 
+SPARK_DECIMAL_DIGITS = 38  # Spark's DecimalType holds at most this many digits
+ARROW_DECIMAL_DIGITS = 76  # Arrow's decimal256
+_TIMES = {"time", "time without time zone", "time with time zone"}
+
+
 @dataclass(frozen=True, slots=True)
 class Column:
     name: str
     type_name: str  # as the database declares it (lower case)
     nullable: bool
     integer: bool  # an integer type: usable to split a snapshot into key ranges
+    precision: int | None = None  # numeric/decimal: declared digits (None: unconstrained)
+    scale: int | None = None
+
+    @property
+    def numeric(self) -> bool:
+        return self.type_name in ("numeric", "decimal")
+
+    @property
+    def read_as_text(self) -> bool:
+        """Columns Spark would round or misread, so they are read as text and typed here:
+        numerics wider than Spark's 38 digits or without a declared precision
+        (PostgreSQL's `numeric`: each value has its own scale), and times of day (Spark
+        reads them as timestamps on 1970-01-01, to the millisecond)."""
+        if self.numeric:
+            return self.precision is None or self.precision > SPARK_DECIMAL_DIGITS
+        return self.time_of_day
+
+    @property
+    def time_of_day(self) -> bool:
+        return self.type_name in _TIMES
+
+    @property
+    def with_time_zone(self) -> bool:
+        return self.type_name == "time with time zone"
 
     @property
     def sqlite_temporal(self) -> bool:
@@ -54,6 +83,12 @@ class Column:
         parsed here instead (a value that does not parse goes to the dead letter queue)."""
         up = self.type_name.upper()
         return any(t in up for t in _TEMPORAL_SQLITE)
+
+    @property
+    def sqlite_time(self) -> bool:
+        """A time of day (`TIME`): text such as 12:34:56.123456."""
+        up = self.type_name.upper()
+        return "TIME" in up and "DATE" not in up and "STAMP" not in up
 
     @property
     def sqlite_date(self) -> bool:
@@ -214,19 +249,23 @@ class Catalog:
             return [Column(r[1], (r[2] or "").lower(), not r[3] and not r[5],
                            "INT" in (r[2] or "").upper()) for r in rows]
         schema, name = self._schema_and_name(table)
+        cols = ("SELECT column_name, data_type, is_nullable = 'YES', numeric_precision, "
+                "numeric_scale FROM information_schema.columns WHERE table_schema = ")
         if d == "mariadb":
-            rows = self.fetch("SELECT column_name, data_type, is_nullable = 'YES' "
-                              "FROM information_schema.columns WHERE table_schema = "
-                              f"DATABASE() AND table_name = {ph} ORDER BY ordinal_position",
-                              (name,))
+            rows = self.fetch(f"{cols}DATABASE() AND table_name = {ph} "
+                              "ORDER BY ordinal_position", (name,))
         else:
-            rows = self.fetch("SELECT column_name, data_type, is_nullable = 'YES' "
-                              "FROM information_schema.columns WHERE table_schema = "
-                              f"COALESCE({ph}, current_schema()) AND table_name = {ph} "
+            rows = self.fetch(f"{cols}COALESCE({ph}, current_schema()) AND table_name = {ph} "
                               "ORDER BY ordinal_position", (schema, name))
         ints = _INTEGER_TYPES[d]
-        return [Column(r[0], str(r[1]).lower(), bool(r[2]), str(r[1]).lower() in ints)
-                for r in rows]
+        out = []
+        for r in rows:
+            type_name = str(r[1]).lower()
+            numeric = type_name in ("numeric", "decimal")
+            out.append(Column(r[0], type_name, bool(r[2]), type_name in ints,
+                              int(r[3]) if numeric and r[3] is not None else None,
+                              int(r[4]) if numeric and r[4] is not None else None))
+        return out
 
     def primary_key(self, table: str) -> list[str]:
         d, ph = self.dialect.name, self.ph

@@ -45,7 +45,7 @@ def prepare(dialect: Dialect, sql: str) -> str:
 
 
 class UnsupportedType(ConnectError):
-    """A field whose type has no column type here (arrays, maps, nested structs, times)."""
+    """A field whose type has no column type here (arrays, maps, nested structs)."""
 
 
 def _decimal_scale(schema: Schema) -> tuple[int, int | None]:
@@ -63,21 +63,25 @@ def column_type(dialect: Dialect, schema: Schema, *, key: bool = False,
     d = dialect.name
     if schema.name == DECIMAL:
         scale, precision = _decimal_scale(schema)
+        if d == "mariadb" and scale > 30:
+            raise UnsupportedType(f"Field {field!r}: MariaDB decimals have at most 30 "
+                                  f"digits after the point, the schema has {scale}")
+        if staging:
+            return _TEXT[d]  # exact text: Spark's decimals stop at 38 digits
         if d == "mariadb":
-            if scale > 30:
-                raise UnsupportedType(f"Field {field!r}: MariaDB decimals have at most 30 "
-                                      f"digits after the point, the schema has {scale}")
-            p = 65 if staging or precision is None else max(precision, scale, 1)
+            p = 65 if precision is None else max(precision, scale, 1)
             return f"DECIMAL({min(p, 65)},{scale})"
-        return "NUMERIC"
+        # SQLite's NUMERIC keeps 15 significant digits (a REAL): text keeps them all
+        return "NUMERIC" if d == "postgresql" else "TEXT"
     if schema.name == DATE:
         return "DATE"
     if schema.name == TIMESTAMP:
         return {"postgresql": "TIMESTAMP WITH TIME ZONE", "mariadb": "DATETIME(6)"}.get(
             d, "TIMESTAMP")
     if schema.name == TIME:
-        raise UnsupportedType(f"Field {field!r}: Time values have no column type in JdbcSink; "
-                              "convert them (e.g. with a TimestampConverter transform)")
+        if staging:
+            return _TEXT[d]  # Spark has no time-of-day type
+        return {"postgresql": "TIME", "mariadb": "TIME(6)"}.get(d, "TEXT")
     t = schema.type
     if d == "sqlite":
         if t in (Type.INT8, Type.INT16, Type.INT32, Type.INT64, Type.BOOLEAN):
@@ -98,6 +102,25 @@ def column_type(dialect: Dialect, schema: Schema, *, key: bool = False,
     raise UnsupportedType(f"Field {field!r} is a {t.value}: JdbcSink writes primitive fields, "
                           "decimals, dates and timestamps (flatten nested values first, e.g. "
                           "with a Flatten transform)")
+
+
+_TEXT = {"postgresql": "TEXT", "mariadb": "LONGTEXT", "sqlite": "TEXT"}
+
+
+def staged_as_text(schema: Schema) -> bool:
+    """Decimals and times travel through Spark as their exact text (Spark's decimals stop
+    at 38 digits and it has no time of day); the statements read them back as their type."""
+    return schema.name in (DECIMAL, TIME)
+
+
+def staged(dialect: Dialect, column: Column, alias: str = "") -> str:
+    """A staged column as the value the target takes: PostgreSQL casts the text explicitly
+    (NUMERIC and TIME parse it exactly); MariaDB and SQLite convert on assignment, and
+    MariaDB's strict mode refuses a value that does not fit (a row's error)."""
+    ref = f"{alias}.{column.staging}" if alias else column.staging
+    if dialect.name == "postgresql" and staged_as_text(column.schema):
+        return f"CAST({ref} AS {'NUMERIC' if column.schema.name == DECIMAL else 'TIME'})"
+    return ref
 
 
 _TYPES = {  # postgresql, mariadb, sqlite
@@ -221,22 +244,22 @@ def insert_statement(dialect: Dialect, table: str, staging: str,
     target, stage = dialect.table(table), q(staging)
     not_deleted = f"{STAGING_DELETE} = {_false(dialect)}"
     names = ", ".join(q(c.name) for c in columns)
-    staged = ", ".join(c.staging for c in columns)
+    selected = ", ".join(staged(dialect, c) for c in columns)
     keys = [c for c in columns if c.key]
     values = [c for c in columns if not c.key]
     if mode == "update":
         if not values or not keys:
             return None
         if dialect.name == "mariadb":
-            on = " AND ".join(f"t.{q(c.name)} = s.{c.staging}" for c in keys)
-            sets = ", ".join(f"t.{q(c.name)} = s.{c.staging}" for c in values)
+            on = " AND ".join(f"t.{q(c.name)} = {staged(dialect, c, 's')}" for c in keys)
+            sets = ", ".join(f"t.{q(c.name)} = {staged(dialect, c, 's')}" for c in values)
             return (f"UPDATE {target} AS t JOIN {stage} AS s ON {on} SET {sets} "
                     f"WHERE s.{not_deleted} AND {_in_range(dialect, 's', winners)}")
-        sets = ", ".join(f"{q(c.name)} = s.{c.staging}" for c in values)
-        on = " AND ".join(f"{target}.{q(c.name)} = s.{c.staging}" for c in keys)
+        sets = ", ".join(f"{q(c.name)} = {staged(dialect, c, 's')}" for c in values)
+        on = " AND ".join(f"{target}.{q(c.name)} = {staged(dialect, c, 's')}" for c in keys)
         return (f"UPDATE {target} SET {sets} FROM {stage} AS s "
                 f"WHERE {on} AND s.{not_deleted} AND {_in_range(dialect, 's', winners)}")
-    sql = (f"INSERT INTO {target} ({names}) SELECT {staged} FROM {stage} "
+    sql = (f"INSERT INTO {target} ({names}) SELECT {selected} FROM {stage} "
            f"WHERE {not_deleted} AND {_in_range(dialect, '', winners)}")
     if mode != "upsert" or not keys:
         return sql
@@ -256,10 +279,10 @@ def delete_statement(dialect: Dialect, table: str, staging: str,
     q = dialect.quote_identifier
     keys = [c for c in columns if c.key]
     target = ", ".join(q(c.name) for c in keys)
-    staged = ", ".join(c.staging for c in keys)
+    selected = ", ".join(staged(dialect, c) for c in keys)
     if len(keys) > 1:
-        target, staged = f"({target})", staged
-    return (f"DELETE FROM {dialect.table(table)} WHERE {target} IN (SELECT {staged} FROM "
+        target = f"({target})"
+    return (f"DELETE FROM {dialect.table(table)} WHERE {target} IN (SELECT {selected} FROM "
             f"{q(staging)} WHERE {STAGING_DELETE} = {_true(dialect)} AND {_in_range(dialect, '', winners)})")
 
 

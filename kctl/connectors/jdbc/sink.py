@@ -681,19 +681,26 @@ class JdbcSinkTask(SinkTask):
         updates mark the last record of each key, the one their statement writes (a
         statement must not touch a row twice)."""
         columns = self._layout(buf.value_schema, buf.key_schema)
-        arrow_schema = pa.schema([pa.field(c.staging, connect_to_arrow_type(c.schema))
-                                  for c in columns])
+        arrow_schema = pa.schema([pa.field(c.staging, _stage_type(c.schema)) for c in columns])
         pieces: list[pa.Table] = []
         starts: list[int] = []
+        unfit: dict[int, DataError] = {}  # values their own type cannot hold
         n = 0
         for part in buf.parts:
             starts.append(n)
-            piece = self._piece(part, columns, buf.value_schema, buf.key_schema)
+            piece_unfit: dict[int, DataError] = {}
+            piece = self._piece(part, columns, buf.value_schema, buf.key_schema, piece_unfit)
+            unfit.update({n + i: e for i, e in piece_unfit.items()})
             pieces.append(piece.cast(arrow_schema.append(pa.field(STAGING_DELETE, pa.bool_()))))
             n += piece.num_rows
         table = pa.concat_tables(pieces) if pieces else pa.table({})
         table = table.append_column(STAGING_ROW, pa.array(range(n), pa.int64()))
         table = table.select([c.staging for c in columns] + [STAGING_ROW, STAGING_DELETE])
+        for r, e in _unstorable(self.dialect, table, columns).items():
+            unfit.setdefault(r, e)
+        if unfit:
+            bad = pa.array(sorted(unfit), pa.int64())
+            table = table.filter(pc.invert(pc.is_in(table[STAGING_ROW], value_set=bad)))
 
         parts = buf.parts
 
@@ -703,7 +710,7 @@ class JdbcSinkTask(SinkTask):
             j = r - starts[i]
             return part.slice(j, j + 1).records()[0] if isinstance(part, SinkBatch) else part[j]
 
-        rejected: dict[int, BaseException] = {}
+        rejected: dict[int, BaseException] = dict(unfit)
         keys = [c.staging for c in columns if c.key]
         if keys:
             null_key = pc.is_null(table[keys[0]])
@@ -748,8 +755,11 @@ class JdbcSinkTask(SinkTask):
         return out
 
     def _piece(self, part: list[SinkRecord] | SinkBatch, columns: list[Column],
-               value_schema: Schema | None, key_schema: Schema | None) -> pa.Table:
-        """One part's rows as columns named c0.., plus the delete flag."""
+               value_schema: Schema | None, key_schema: Schema | None,
+               unfit: dict[int, DataError]) -> pa.Table:
+        """One part's rows as columns named c0.., plus the delete flag; a record with a value
+        its field's type cannot hold exactly (a decimal wider than its precision) is put in
+        `unfit` by its index in the part."""
         arrays: dict[str, Any] = {}
         if isinstance(part, SinkBatch):
             n = len(part)
@@ -766,11 +776,13 @@ class JdbcSinkTask(SinkTask):
         n = len(records)
         vals = None
         if value_schema is not None:
-            vals = structs_to_table([r.value for r in records], value_schema, nullable=True)
+            vals = structs_to_table([r.value for r in records], value_schema, nullable=True,
+                                    rejects=unfit)
         keys = None
         if self.pk_mode == PK_RECORD_KEY and key_schema is not None:
             if key_schema.type is Type.STRUCT:
-                keys = structs_to_table([r.key for r in records], key_schema, nullable=True)
+                keys = structs_to_table([r.key for r in records], key_schema, nullable=True,
+                                        rejects=unfit)
             else:
                 key_array = pa.array([r.key for r in records],
                                      connect_to_arrow_type(key_schema))
@@ -1169,6 +1181,39 @@ class JdbcSinkTask(SinkTask):
         except _Transient as e:
             self._close_conn()
             raise RetriableError(str(e)) from None
+
+
+def _stage_type(schema: Schema) -> pa.DataType:
+    """The Arrow type a column is staged as: decimals and times as their exact text."""
+    return pa.string() if sql.staged_as_text(schema) else connect_to_arrow_type(schema)
+
+
+# doubles a database cannot store: it would refuse the whole batch (MariaDB's driver writes
+# NaN into the statement as a name: "Unknown column 'NaN'") or keep something else (SQLite
+# stores NaN as NULL), so they are the record's error instead
+_NO_NAN = {"mariadb": "MariaDB cannot store NaN or infinite doubles",
+           "sqlite": "SQLite stores NaN as NULL"}
+
+
+def _unstorable(dialect: Dialect, table: pa.Table, columns: Sequence[Column]
+                ) -> dict[int, DataError]:
+    """Rows (by STAGING_ROW) holding a double the database cannot store as it is."""
+    why = _NO_NAN.get(dialect.name)
+    out: dict[int, DataError] = {}
+    if why is None:
+        return out
+    for c in columns:
+        if c.schema.type not in (Type.FLOAT32, Type.FLOAT64) or c.schema.name is not None:
+            continue
+        col = table[c.staging]
+        bad = pc.is_nan(col) if dialect.name == "sqlite" else pc.invert(pc.is_finite(col))
+        bad = pc.fill_null(bad, False)
+        if not pc.any(bad).as_py():
+            continue
+        for r, x in zip(table[STAGING_ROW].filter(bad).to_pylist(), col.filter(bad).to_pylist(),
+                        strict=True):
+            out.setdefault(r, DataError(f"Field {c.name!r} is {x}: {why}"))
+    return out
 
 
 def _no_origin(r: int) -> SinkRecord:

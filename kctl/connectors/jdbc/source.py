@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import datetime as _dt
+import decimal
 import json
 import logging
 import math
@@ -56,6 +57,7 @@ from kctl.api import (
 from kctl.api.arrow import arrow_schema_to_connect
 from kctl.api.data import STRING_SCHEMA
 from kctl.connectors.jdbc._catalog import (
+    ARROW_DECIMAL_DIGITS,
     EPOCH,
     SESSION_INIT,
     UTC,
@@ -85,6 +87,10 @@ BULK, INCREMENTING, TIMESTAMP, TIMESTAMP_INCREMENTING = (
     "bulk", "incrementing", "timestamp", "timestamp+incrementing")
 MODES = (BULK, INCREMENTING, TIMESTAMP, TIMESTAMP_INCREMENTING)
 NUMERIC_MAPPINGS = ("none", "precision_only", "best_fit", "best_fit_eager_double")
+# Confluent's timestamp.granularity: how timestamp columns become record fields
+CONNECT_LOGICAL, NANOS_LONG, NANOS_STRING, NANOS_ISO = (
+    "connect_logical", "nanos_long", "nanos_string", "nanos_iso_datetime_string")
+GRANULARITIES = (CONNECT_LOGICAL, NANOS_LONG, NANOS_STRING, NANOS_ISO)
 TASK_TABLES = "tables"  # a task's tables, as a JSON list (Confluent's task config key)
 DRIVER_DIR = "/usr/share/java"  # where workers find installed drivers (kctl.runtime.spark)
 _MAX_IDLE_S = 1.0
@@ -170,6 +176,14 @@ CONFIG_DEF: ConfigDef = (
                 "and precision up to 18 become int8/16/32/64), best_fit (also scale > 0 up "
                 "to precision 18 becomes float64), best_fit_eager_double (every scale > 0 "
                 "becomes float64)."))
+    .define("timestamp.granularity", ConfigType.STRING, CONNECT_LOGICAL,
+            ValidString.in_(*GRANULARITIES), Importance.LOW, group=POLL_GROUP, doc=(
+                "Timestamp columns as Confluent defines it: connect_logical (Connect's "
+                "Timestamp: epoch milliseconds on the wire, microseconds dropped), "
+                "nanos_long (int64 epoch nanoseconds: years 1677 to 2262, a row outside "
+                "them goes to the dead letter queue), nanos_string (the same as a string, "
+                "any year) or nanos_iso_datetime_string (UTC, yyyy-MM-ddTHH:mm:ss.nnnnnnnnn). "
+                "The last three keep microseconds."))
     .define("snapshot.initial", ConfigType.BOOLEAN, True, importance=Importance.LOW,
             group=POLL_GROUP, doc=(
                 "Incremental modes: a table without a stored offset is first read as a "
@@ -206,6 +220,7 @@ class _Settings:
     poll_ms: int
     batch_rows: int
     numeric_mapping: str
+    granularity: str
     snapshot: bool
     partitions: int
 
@@ -225,7 +240,7 @@ class _Settings:
             query=c["query"].strip(), prefix=c["topic.prefix"],
             table_poll_ms=c["table.poll.interval.ms"], poll_ms=c["poll.interval.ms"],
             batch_rows=c["batch.max.rows"], numeric_mapping=c["numeric.mapping"].lower(),
-            snapshot=c["snapshot.initial"], partitions=c["snapshot.partitions"])
+            granularity=c["timestamp.granularity"].lower(), snapshot=c["snapshot.initial"], partitions=c["snapshot.partitions"])
 
     def catalog(self, stop: threading.Event | None = None) -> Catalog:
         return Catalog(self.dialect, self.url, self.user, self.password, self.attempts,
@@ -563,6 +578,9 @@ class JdbcSourceTask(SourceTask):
             if s.uses_timestamp:
                 parts.append(f"{_ddl_name(TS_COLUMN)} BIGINT")
             custom = ", ".join(parts)
+        else:
+            custom = ", ".join(f"{_ddl_name(c.name)} STRING" for c in columns
+                               if c.read_as_text)
         return _Table(name, {"table": name}, s.prefix + name, d.table(name), columns, key,
                       inc, chunk, custom, label=name)
 
@@ -1008,16 +1026,20 @@ class JdbcSourceTask(SourceTask):
             incs = helpers["inc"].to_pylist()
         if TS_COLUMN in table.column_names:
             table = table.drop_columns([TS_COLUMN])
+        before = table
         if self.dialect.name == "sqlite":
-            before = table
             table = self._sqlite_temporals(t, table, bad)
-            for i in bad:  # the row as it was read, for the dead letter queue
-                if i not in raw:
-                    raw[i] = before.slice(i, 1).to_pylist()[0]
+        else:
+            table = _typed(t.columns, table, bad)
+        table = _granular(table, self.s.granularity, bad)
+        for i in bad:  # the row as it was read, for the dead letter queue
+            if i not in raw:
+                raw[i] = before.slice(i, 1).to_pylist()[0]
         return _Rows(table, micros, incs, bad, raw)
 
     def _sqlite_temporals(self, t: _Table, table: pa.Table, bad: dict[int, str]) -> pa.Table:
-        """SQLite DATE/DATETIME/TIMESTAMP columns (read as text) as dates and timestamps."""
+        """SQLite DATE/DATETIME/TIMESTAMP/TIME columns (read as text) as dates, timestamps
+        and times of day."""
         for c in t.columns:
             if not c.sqlite_temporal or c.name not in table.column_names:
                 continue
@@ -1025,11 +1047,13 @@ class JdbcSourceTask(SourceTask):
             out: list[Any] = []
             for i, v in enumerate(values):
                 try:
-                    out.append(_sqlite_temporal(v, c.sqlite_date))
+                    out.append(None if v is None else _time_of_day(str(v), False)
+                               if c.sqlite_time else _sqlite_temporal(v, c.sqlite_date))
                 except ValueError as e:
                     out.append(None)
                     bad.setdefault(i, f"column {c.name!r}: {e}")
-            typ = pa.date32() if c.sqlite_date else pa.timestamp("us", tz="UTC")
+            typ = (pa.time64("us") if c.sqlite_time else pa.date32() if c.sqlite_date
+                   else pa.timestamp("us", tz="UTC"))
             idx = table.column_names.index(c.name)
             table = table.set_column(idx, pa.field(c.name, typ), pa.array(out, type=typ))
         return table
@@ -1188,6 +1212,101 @@ def _micros_column(table: pa.Table, computed: str | None, names: Sequence[str]) 
         cols.append(c)
     out = cols[0] if len(cols) == 1 else pc.coalesce(*cols)
     return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
+
+
+_TIME_TEXT = re.compile(r"(-?)(\d+):(\d\d):(\d\d)(?:\.(\d{1,9}))?"
+                        r"(?:([+-])(\d\d)(?::?(\d\d))?(?::?(\d\d))?)?")
+_DAY_US = 86_400_000_000
+
+
+def _time_of_day(text: str, zoned: bool) -> int:
+    """Microseconds of the day of a time column's text (PostgreSQL `time`/`timetz`, MariaDB
+    `time`), in UTC for `timetz`; ValueError for a value that is no time of day (24:00:00,
+    MariaDB's durations such as 838:59:59 or -01:00:00)."""
+    m = _TIME_TEXT.fullmatch(text.strip())
+    if m is None:
+        raise ValueError(f"{text!r} is not a time of day")
+    neg, h, mi, sec, frac, zsign, zh, zm, zs = m.groups()
+    micros = ((int(h) * 60 + int(mi)) * 60 + int(sec)) * 1_000_000
+    if frac:
+        if frac[6:].strip("0"):
+            raise ValueError(f"{text!r} has nanoseconds; Connect's Time holds microseconds")
+        micros += int(frac[:6].ljust(6, "0"))
+    if neg:
+        micros = -micros
+    if not 0 <= micros < _DAY_US:
+        raise ValueError(f"time {text.strip()!r} is outside a day: Connect's Time holds "
+                         "00:00:00 to 23:59:59.999999")
+    if zsign and zoned:
+        offset = ((int(zh) * 60 + int(zm or 0)) * 60 + int(zs or 0)) * 1_000_000
+        micros = (micros - offset if zsign == "+" else micros + offset) % _DAY_US
+    return micros
+
+
+def _typed(columns: Sequence[Column], table: pa.Table, bad: dict[int, str]) -> pa.Table:
+    """The columns read as text (Column.read_as_text) as their types: times of day as
+    Connect's Time, numerics of a declared precision up to Arrow's 76 digits as exact
+    decimals; unconstrained numerics (and wider ones) stay their exact text. A value that
+    does not convert is its row's error (the dead letter queue)."""
+    for c in columns:
+        if not c.read_as_text or c.name not in table.column_names:
+            continue
+        conv: Callable[[str], Any]
+        if c.time_of_day:
+            typ: pa.DataType = pa.time64("us")
+            zoned = c.with_time_zone
+            conv = lambda v, z=zoned: _time_of_day(v, z)  # noqa: E731
+        elif c.precision is not None and c.precision <= ARROW_DECIMAL_DIGITS:
+            typ, conv = pa.decimal256(c.precision, c.scale or 0), decimal.Decimal
+        else:
+            continue
+        out: list[Any] = []
+        for i, v in enumerate(table.column(c.name).to_pylist()):
+            try:
+                out.append(None if v is None else conv(v))
+            except (ValueError, ArithmeticError) as e:
+                out.append(None)
+                bad.setdefault(i, f"column {c.name!r}: {e}")
+        idx = table.column_names.index(c.name)
+        table = table.set_column(idx, pa.field(c.name, typ), pa.array(out, type=typ))
+    return table
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _granular(table: pa.Table, granularity: str, bad: dict[int, str]) -> pa.Table:
+    """Timestamp columns as timestamp.granularity asks (Confluent's meanings); a value the
+    asked form cannot hold (nanos_long outside 1677..2262) is its row's error."""
+    if granularity == CONNECT_LOGICAL:
+        return table
+    for idx, f in enumerate(table.schema):
+        if not pa.types.is_timestamp(f.type):
+            continue
+        col = table.column(idx)
+        micros = pc.cast(pc.cast(col, pa.timestamp("us", tz=f.type.tz)), pa.int64()).to_pylist()
+        out: list[Any] = []
+        for i, m in enumerate(micros):
+            if m is None:
+                out.append(None)
+            elif granularity == NANOS_LONG:
+                n = m * 1000
+                if not _INT64[0] <= n <= _INT64[1]:
+                    out.append(None)
+                    bad.setdefault(i, f"column {f.name!r}: {timestamp_text(m)} has no int64 "
+                                      "epoch nanoseconds (timestamp.granularity=nanos_long "
+                                      "holds 1677 to 2262)")
+                else:
+                    out.append(n)
+            elif granularity == NANOS_STRING:
+                out.append(str(m * 1000))
+            else:
+                t = EPOCH + _dt.timedelta(microseconds=m)
+                out.append(f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:"
+                           f"{t.minute:02d}:{t.second:02d}.{t.microsecond:06d}000")
+        typ = pa.int64() if granularity == NANOS_LONG else pa.string()
+        table = table.set_column(idx, pa.field(f.name, typ, f.nullable), pa.array(out, typ))
+    return table
 
 
 def _sqlite_temporal(v: Any, date_only: bool) -> Any:

@@ -96,24 +96,33 @@ def _decimal_scale(schema: Schema) -> int:
         raise DataError("Invalid Decimal schema: scale parameter not found or not an integer") from e
 
 
+# Exact decimal arithmetic: the default context keeps 28 digits and rounded longer values;
+# scaleb (a shift of the exponent) under this one never rounds, at any size.
+_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+
+
 def decimal_to_bytes(value: decimal.Decimal, scale: int) -> bytes:
-    """Kafka's Decimal.fromLogical: the unscaled value as big-endian two's complement."""
-    exp = value.as_tuple().exponent
-    if not isinstance(exp, int):
+    """Kafka's Decimal.fromLogical: the unscaled value as big-endian two's complement,
+    exact at any precision; a value with more fraction than `scale` is refused."""
+    if not value.is_finite():
         raise DataError(f"Decimal value {value} is not finite")
-    if -exp != scale:
-        q = value.quantize(decimal.Decimal(1).scaleb(-scale))
-        if q != value:
-            raise DataError(f"BigDecimal has mismatching scale value for given Decimal schema: "
-                            f"{value} does not fit scale {scale}")
-        value = q
-    unscaled = int(value.scaleb(scale))
+    shifted = value.scaleb(scale, _EXACT)
+    if shifted.as_tuple().exponent < 0 and shifted != shifted.to_integral_value(context=_EXACT):
+        raise DataError(f"BigDecimal has mismatching scale value for given Decimal schema: "
+                        f"{value} does not fit scale {scale}")
+    unscaled = int(shifted)
     length = max(1, (unscaled + (unscaled < 0)).bit_length() // 8 + 1)
     return unscaled.to_bytes(length, "big", signed=True)
 
 
 def bytes_to_decimal(raw: bytes, scale: int) -> decimal.Decimal:
-    return decimal.Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-scale)
+    """Kafka's Decimal.toLogical, exact at any precision."""
+    return unscaled_to_decimal(int.from_bytes(raw, "big", signed=True), scale)
+
+
+def unscaled_to_decimal(unscaled: int, scale: int) -> decimal.Decimal:
+    """unscaled * 10**-scale, exactly (Decimal(int).scaleb rounds to the context's 28 digits)."""
+    return decimal.Decimal(unscaled).scaleb(-scale, _EXACT)
 
 
 def timestamp_to_millis(value: dt.datetime) -> int:

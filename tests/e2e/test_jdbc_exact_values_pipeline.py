@@ -1,0 +1,178 @@
+"""Issue 23's findings 1, 3 and 5 (types) as they were seen: through a standalone worker
+process, JdbcSource -> topic -> JdbcSink, and records in a topic -> JdbcSink (MariaDB) and
+FileSink under errors.tolerance=all.
+
+- Finding 1: numeric(38,10) 1234567890123456789012345678.0123456789 arrived as
+  ...678.0000000000, unconstrained numeric was rounded; a 38-digit negative value failed
+  the JdbcSink and FileSink tasks ("Decimal type with precision 29 does not fit ...") and
+  the batch's good rows were lost. Now every digit arrives, and a value wider than its
+  declared type is that record's error in the DLQ while the rest is written.
+- Finding 3: one NaN or Infinity failed the MariaDB sink task ("Unknown column 'NaN' in
+  'VALUES'"), DLQ empty, nothing written. Now those records are in the DLQ, the rest in
+  the table.
+- Finding 5: `time` columns became 1970-01-01 timestamps; now a TIME column again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from support.broker import free_port
+from support.waiting import wait_until
+from support.worker import Worker
+
+from kctl.api import SchemaBuilder, Struct
+from kctl.api.arrow import PRECISION_PARAM
+from kctl.api.data import INT64_SCHEMA, OPTIONAL_FLOAT64_SCHEMA, Schema, decimal_schema
+from kctl.runtime.converters import JsonConverter
+from kctl.transport.base import ProducerRecord, TopicSpec
+from kctl.transport.embedded import EmbeddedTransport
+
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
+
+D = decimal.Decimal
+SOURCE_ROWS = [
+    (1, D("1234567890123456789012345678.0123456789"), "12345678901234567890.123456789012",
+     dt.time(12, 34, 56, 123456)),
+    (2, D("-9999999999999999999999999999.9999999999"), "-0.000000000000000000000000000001",
+     dt.time(0)),
+    (3, D("9999999999999999999999999999.9999999999"), "1E+40", dt.time(23, 59, 59, 999000)),
+]
+
+
+def new_worker(tmp_path: Path) -> Worker:
+    w = Worker(tmp_path, free_port())
+    (tmp_path / "worker.yaml").write_text(
+        f"state.dir: {tmp_path / 'state'}\nlisteners: {w.url}\noffset.flush.interval.ms: 500\n"
+        "spark.master: local[2]\nspark.driver.memory: 1g\n"
+        "spark.driver.extraJavaOptions: -XX:+UseSerialGC -XX:TieredStopAtLevel=1\n")
+    return w
+
+
+def config(path: Path, settings: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(settings))  # JSON is YAML
+    return path
+
+
+def decimal_type(precision: int, scale: int) -> Schema:
+    base = decimal_schema(scale, True)
+    return Schema(base.type, optional=True, name=base.name, version=base.version,
+                  parameters={"scale": str(scale), PRECISION_PARAM: str(precision)})
+
+
+VALUE = (SchemaBuilder.struct().name("Reading").field("id", INT64_SCHEMA)
+         .field("x", OPTIONAL_FLOAT64_SCHEMA).field("n", decimal_type(38, 10)).build())
+# (x, n): NaN and the infinities MariaDB cannot store; a 39-digit n wider than decimal(38,10)
+READINGS = [(1.5, D("-9999999999999999999999999999.9999999999")), (math.nan, D("1")),
+            (math.inf, D("2")), (-0.0, D("1234567890123456789012345678.0123456789")),
+            (2.5, D("0.0000000001")), (3.0, D("-99999999999999999999999999999.9999999999")),
+            (-math.inf, D("3"))]
+MARIADB_REFUSES = {1, 2, 5, 6}
+TOO_WIDE = {5}
+
+
+def produce_readings(state: Path) -> None:
+    conv = JsonConverter()
+    with EmbeddedTransport(state) as t:
+        t.admin().create_topics([TopicSpec("readings", 1)], exist_ok=True)
+        producer = t.producer()
+        for i, (x, n) in enumerate(READINGS):
+            value = conv.from_connect_data("readings", VALUE,
+                                           Struct(VALUE, {"id": i, "x": x, "n": n}))
+            producer.send(ProducerRecord("readings", value, partition=0))
+        assert producer.flush(60) == 0
+        producer.close()
+
+
+def dlq_offsets(w: Worker, connector: str) -> set[int]:
+    return {int(r["offset"]) for r in json.loads(w.kctl("dlq", "show", connector,
+                                                         "-o", "json").stdout)}
+
+
+def rows(db: Any, sql: str) -> list[tuple]:
+    try:
+        return [tuple(r) for r in db.query(sql)]
+    except Exception:  # not created yet
+        return []
+
+
+def test_exact_values_through_a_worker(tmp_path, postgres_db, mariadb_db):
+    postgres_db.execute("CREATE TABLE amounts (id BIGINT PRIMARY KEY, n NUMERIC(38,10), "
+                        "free NUMERIC, t TIME)")
+    conn = postgres_db.connect()
+    with conn:
+        conn.cursor().executemany("INSERT INTO amounts VALUES (%s, %s, %s, %s)", SOURCE_ROWS)
+    conn.close()
+    produce_readings(tmp_path / "state")
+    w = new_worker(tmp_path)
+    dlq = {"errors.tolerance": "all", "errors.deadletterqueue.topic.replication.factor": 1,
+           "errors.deadletterqueue.context.headers.enable": "true"}
+    files = tmp_path / "files"
+    connectors = [
+        config(tmp_path / "src.yaml", {
+            "name": "src", "connector.class": "JdbcSource", "connection.url": postgres_db.url,
+            "mode": "incrementing", "topic.prefix": "pg-", "poll.interval.ms": 200,
+            "table.include.list": "amounts"}),
+        config(tmp_path / "copy.yaml", {
+            "name": "copy", "connector.class": "JdbcSink", "topics": "pg-amounts",
+            "connection.url": postgres_db.url, "table.name.format": "amounts_copy",
+            "auto.create": "true", "insert.mode": "upsert", "pk.mode": "record_key"}),
+        config(tmp_path / "maria.yaml", {
+            "name": "maria", "connector.class": "JdbcSink", "topics": "readings",
+            "connection.url": mariadb_db.url, "auto.create": "true",
+            "errors.deadletterqueue.topic.name": "maria-dlq", **dlq}),
+        config(tmp_path / "files.yaml", {
+            "name": "files", "connector.class": "FileSink", "topics": "readings",
+            "path": str(files), "format": "parquet", "flush.size": 2,
+            "errors.deadletterqueue.topic.name": "files-dlq", **dlq}),
+    ]
+    w.start()
+    try:
+        for c in connectors:
+            w.kctl("connector", "create", str(c))
+        # Connect's Time is milliseconds of the day on the wire (as in Kafka Connect)
+        want = {(i, n, D(free), t.replace(microsecond=t.microsecond // 1000 * 1000))
+                for i, n, free, t in SOURCE_ROWS}
+        wait_until(lambda: set(rows(postgres_db, "SELECT id, n, CAST(free AS NUMERIC), t "
+                                                 "FROM amounts_copy")) == want,
+                   timeout=180, interval=0.5, message="every digit in the copy",
+                   on_timeout=lambda: rows(postgres_db, "SELECT * FROM amounts_copy"))
+        [(t_type,)] = postgres_db.query("SELECT data_type FROM information_schema.columns "
+                                        "WHERE table_name = 'amounts_copy' AND column_name = 't'")
+        assert t_type == "time without time zone"
+
+        wait_until(lambda: dlq_offsets(w, "maria") == MARIADB_REFUSES, timeout=180,
+                   message="NaN, the infinities and the too-wide decimal in MariaDB's DLQ")
+        got = {i: (x, n) for i, x, n in rows(mariadb_db, "SELECT id, x, n FROM readings")}
+        assert got == {i: READINGS[i] for i in range(len(READINGS)) if i not in MARIADB_REFUSES}
+        dead = json.loads(w.kctl("dlq", "show", "maria", "-o", "json").stdout)
+        assert any("MariaDB cannot store NaN" in r["message"] for r in dead), dead
+        assert any("does not fit" in r["message"] for r in dead), dead
+
+        wait_until(lambda: dlq_offsets(w, "files") == TOO_WIDE, timeout=180,
+                   message="the too-wide decimal in FileSink's DLQ")
+
+        def written() -> dict[int, tuple[float, Any]]:
+            out = {}
+            for f in files.rglob("*.parquet"):
+                for r in pq.read_table(f).to_pylist():
+                    out[r["id"]] = (r["x"], r["n"])
+            return out
+
+        wait_until(lambda: len(written()) == len(READINGS) - len(TOO_WIDE), timeout=120,
+                   message="every other reading in the files", on_timeout=written)
+        for i, (x, n) in written().items():
+            assert n == READINGS[i][1]
+            assert (math.isnan(x) and math.isnan(READINGS[i][0])) or (
+                x == READINGS[i][0] and math.copysign(1, x) == math.copysign(1, READINGS[i][0]))
+        for name in ("src", "copy", "maria", "files"):
+            assert [t["state"] for t in w.status(name)["tasks"]] == ["RUNNING"], name
+    finally:
+        w.stop()

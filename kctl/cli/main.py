@@ -25,6 +25,25 @@ from kctl.exit_status import ExitStatus
 from kctl.exit_status import describe as describe_exit_status
 from kctl.runtime.connector_config import CONNECTOR_CLASS_CONFIG
 
+
+def _flags_take_no_value() -> None:
+    """typer 0.29's rich help labels a flag with its Python type (`--wait <bool>`), which
+    reads as if the flag took a value: a flag's type column stays empty here."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "_kctl_flags", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    display_type_rich._kctl_flags = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_take_no_value()
+
 app = typer.Typer(help="kctl: Kafka-Connect-style data integration on Spark.",
                   epilog=f"Exit status: {describe_exit_status()}.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -70,6 +89,9 @@ class State:
 state = State()
 
 OutputOpt = typer.Option(None, "--output", "-o", help="table, json or yaml")
+ConnectorArg = typer.Argument(..., help="The connector's name.")
+ContextArg = typer.Argument(..., help="The context's name.")
+LoggerArg = typer.Argument(..., help="A logger name (dotted, e.g. kctl.runtime) or root.")
 
 
 def fmt(output: Output | None) -> str:
@@ -268,7 +290,7 @@ def connector_list(output: Output | None = OutputOpt) -> None:
 
 
 @connector_app.command("get")
-def connector_get(name: str, output: Output | None = OutputOpt) -> None:
+def connector_get(name: str = ConnectorArg, output: Output | None = OutputOpt) -> None:
     """Show a connector's config and tasks."""
     data = run(lambda: client().get(f"/connectors/{name}"))
     if not render.dump(data, fmt(output), console):
@@ -277,7 +299,7 @@ def connector_get(name: str, output: Output | None = OutputOpt) -> None:
 
 
 @connector_app.command("config")
-def connector_config(name: str, output: Output | None = OutputOpt) -> None:
+def connector_config(name: str = ConnectorArg, output: Output | None = OutputOpt) -> None:
     """Show a connector's config."""
     data = run(lambda: client().get(f"/connectors/{name}/config"))
     if not render.dump(data, fmt(output), console):
@@ -325,7 +347,7 @@ def _task_rates(name: str, seconds: float) -> dict[str, dict[str, Any]]:
 
 
 @connector_app.command("status")
-def connector_status(name: str, output: Output | None = OutputOpt,
+def connector_status(name: str = ConnectorArg, output: Output | None = OutputOpt,
                      metrics: bool = typer.Option(
                          False, "--metrics",
                          help="Also record counts and rates per task (two scrapes of "
@@ -524,7 +546,7 @@ def connector_apply(
 
 @connector_app.command("patch")
 def connector_patch(
-    name: str,
+    name: str = ConnectorArg,
     settings: list[str] = typer.Argument(..., help="KEY=VALUE to set, KEY= to remove"),
     dry_run: bool = typer.Option(False, "--dry-run",
                                  help="Show the changes and validate; write nothing."),
@@ -549,7 +571,7 @@ def connector_patch(
 def _simple(verb: str, method: str, path: str, doc: str, *, before: bool = False) -> Any:
     """pause, resume, stop, delete: -o shows the connector's status after the write (for
     delete, the connector as it was)."""
-    def command(name: str, output: Output | None = OutputOpt) -> None:
+    def command(name: str = ConnectorArg, output: Output | None = OutputOpt) -> None:
         c = client()
         info = run(lambda: c.get(f"/connectors/{name}")) if before and fmt(output) != "table" \
             else None
@@ -575,9 +597,12 @@ connector_app.command("delete")(_simple("deleted", "DELETE", "/connectors/{name}
 
 
 @connector_app.command("restart")
-def connector_restart(name: str,
-                      include_tasks: bool = typer.Option(False, "--include-tasks"),
-                      only_failed: bool = typer.Option(False, "--only-failed"),
+def connector_restart(name: str = ConnectorArg,
+                      include_tasks: bool = typer.Option(
+                          False, "--include-tasks", help="Restart its tasks too."),
+                      only_failed: bool = typer.Option(
+                          False, "--only-failed",
+                          help="Only what is FAILED (with --include-tasks: only failed tasks)."),
                       task: int = typer.Option(None, "--task", help="Restart only this task."),
                       output: Output | None = OutputOpt) -> None:
     """Restart a connector (and its tasks), or one task."""
@@ -599,7 +624,8 @@ def connector_restart(name: str,
 
 
 @connector_app.command("validate")
-def connector_validate(file: str, output: Output | None = OutputOpt) -> None:
+def connector_validate(file: str = typer.Argument(
+        ..., help="Connector file (YAML/JSON/.properties) or - for stdin."), output: Output | None = OutputOpt) -> None:
     """Validate a connector config; per-field errors as a table."""
     name, config = load_connector(file)
     plugin = config.get(CONNECTOR_CLASS_CONFIG, "")
@@ -620,7 +646,7 @@ def connector_validate(file: str, output: Output | None = OutputOpt) -> None:
 
 
 @offsets_app.command("get")
-def offsets_get(name: str, output: Output | None = OutputOpt) -> None:
+def offsets_get(name: str = ConnectorArg, output: Output | None = OutputOpt) -> None:
     """Committed offsets of a connector."""
     data = run(lambda: client().get(f"/connectors/{name}/offsets"))
     if not render.dump(data, fmt(output), console):
@@ -636,7 +662,7 @@ def _stop_first(name: str) -> str:
 
 
 @offsets_app.command("set")
-def offsets_set(name: str, file: str = typer.Argument(
+def offsets_set(name: str = ConnectorArg, file: str = typer.Argument(
         ..., help='JSON/YAML {"offsets": [{"partition": ..., "offset": ...}]} or - for stdin'),
         output: Output | None = OutputOpt) -> None:
     """Alter offsets of a STOPPED connector."""
@@ -648,7 +674,7 @@ def offsets_set(name: str, file: str = typer.Argument(
 
 
 @offsets_app.command("reset")
-def offsets_reset(name: str, output: Output | None = OutputOpt) -> None:
+def offsets_reset(name: str = ConnectorArg, output: Output | None = OutputOpt) -> None:
     """Forget all offsets of a STOPPED connector."""
     c = client()
     data = run(lambda: c.delete(f"/connectors/{name}/offsets"),
@@ -685,7 +711,7 @@ def _origin(r: dict[str, Any]) -> str:
 
 
 @dlq_app.command("show")
-def dlq_show(name: str, limit: int = typer.Option(100, help="Most records shown."),
+def dlq_show(name: str = ConnectorArg, limit: int = typer.Option(100, help="Most records shown."),
              output: Output | None = OutputOpt) -> None:
     """Records a connector rejected: when, stage, exception, origin, payload preview."""
     data = run(lambda: client().get(f"/connectors/{name}/dlq", params={"limit": limit}))
@@ -705,7 +731,7 @@ def dlq_show(name: str, limit: int = typer.Option(100, help="Most records shown.
 
 
 @dlq_app.command("replay")
-def dlq_replay(name: str,
+def dlq_replay(name: str = ConnectorArg,
                to: str = typer.Option(None, "--to",
                                       help="Send to this topic instead of the original."),
                output: Output | None = OutputOpt) -> None:
@@ -730,7 +756,7 @@ def dlq_replay(name: str,
 
 
 @dlq_app.command("purge")
-def dlq_purge(name: str,
+def dlq_purge(name: str = ConnectorArg,
               yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
               output: Output | None = OutputOpt) -> None:
     """Clear a connector's DLQ (e.g. after a replay): later shows and replays start after
@@ -763,7 +789,7 @@ def logger_list(output: Output | None = OutputOpt) -> None:
 
 
 @logger_app.command("get")
-def logger_get(name: str, output: Output | None = OutputOpt) -> None:
+def logger_get(name: str = LoggerArg, output: Output | None = OutputOpt) -> None:
     """A logger's effective level."""
     data = run(lambda: client().get(f"/admin/loggers/{name}"))
     if not render.dump(data, fmt(output), console):
@@ -772,7 +798,7 @@ def logger_get(name: str, output: Output | None = OutputOpt) -> None:
 
 
 @logger_app.command("set")
-def logger_set(name: str, level: str = typer.Argument(
+def logger_set(name: str = LoggerArg, level: str = typer.Argument(
         ..., help="TRACE, DEBUG, INFO, WARN, ERROR, FATAL or OFF"),
         output: Output | None = OutputOpt) -> None:
     """Set a logger's level (and its descendants' that have their own) on the worker."""
@@ -791,7 +817,7 @@ def _contexts() -> Any:
 
 
 @context_app.command("set")
-def context_set(name: str, url: str = typer.Option(..., "--url", help="The worker's REST URL."),
+def context_set(name: str = ContextArg, url: str = typer.Option(..., "--url", help="The worker's REST URL."),
                 use: bool = typer.Option(False, "--use", help="Make it the current context."),
                 output: Output | None = OutputOpt) -> None:
     """Add or change a context (the first one becomes current)."""
@@ -809,7 +835,7 @@ def _context_json(ctx: Any, name: str) -> dict[str, Any]:
 
 
 @context_app.command("use")
-def context_use(name: str, output: Output | None = OutputOpt) -> None:
+def context_use(name: str = ContextArg, output: Output | None = OutputOpt) -> None:
     """Make a context the current one."""
     ctx = _contexts()
     run(lambda: ctx.use(name))
@@ -842,7 +868,7 @@ def context_current(output: Output | None = OutputOpt) -> None:
 
 
 @context_app.command("delete")
-def context_delete(name: str, output: Output | None = OutputOpt) -> None:
+def context_delete(name: str = ContextArg, output: Output | None = OutputOpt) -> None:
     """Forget a context."""
     ctx = _contexts()
     gone = run(lambda: _context_json(ctx, name) if name in ctx.contexts else ctx.get(name))

@@ -89,6 +89,7 @@ class State:
 state = State()
 
 OutputOpt = typer.Option(None, "--output", "-o", help="table, json or yaml")
+PREVIEW_WIDTH = 120  # characters of a rejected payload a `dlq show` table cell shows
 ConnectorArg = typer.Argument(..., help="The connector's name.")
 ContextArg = typer.Argument(..., help="The context's name.")
 LoggerArg = typer.Argument(..., help="A logger name (dotted, e.g. kctl.runtime) or root.")
@@ -725,9 +726,17 @@ def dlq_show(name: str = ConnectorArg, limit: int = typer.Option(100, help="Most
         return
     rows = ((r["time"], r["stage"] or "",
              f"{(r['exception'] or '').rsplit('.', 1)[-1]}: {r['message']}" if r["exception"]
-             else "", _origin(r), r["value"]) for r in records)
-    render.print_rows(console, ["time", "stage", "exception", "origin", "value"], rows,
+             else "", _origin(r), _preview(r)) for r in records)
+    render.print_rows(console, ["time", "stage", "exception", "origin", "payload"], rows,
                       title=f"{name}: {len(records)} rejected record(s)")
+
+
+def _preview(record: dict[str, Any], width: int = PREVIEW_WIDTH) -> str:
+    """What was rejected, for a table cell: the payload of a JsonConverter envelope (its
+    schema comes first and would fill the cell), else the value as it is; cut to `width`
+    (-o json and yaml show everything)."""
+    text = record.get("value_payload") or record.get("value") or ""
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 @dlq_app.command("replay")

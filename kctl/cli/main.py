@@ -395,6 +395,16 @@ def _wait(name: str, timeout: float, *, quiet: bool = False) -> None:
                 if not quiet:
                     console.print(render.status_table(st))
                 return
+            if st["connector"]["state"] == "RUNNING" and not st["tasks"] and \
+                    st["connector"].get("trace"):
+                # running, but it says why it has no task (e.g. no table matches): waiting
+                # longer would only time out
+                if not quiet:
+                    console.print(render.status_table(st))
+                err_console.print(Text.assemble(("warning:", "yellow"), " ",
+                                                st["connector"]["trace"]),
+                                  highlight=False, soft_wrap=True)
+                return
             time.sleep(0.3)
     raise fail(f"timed out waiting for {name} to run")
 
@@ -428,7 +438,9 @@ MASK = "******"
 def _shown(key: str, value: str | None) -> str | None:
     if value is None:
         return None
-    return MASK if any(word in key.lower() for word in SECRET_KEY) else value
+    from kctl.runtime.secrets import mask_url
+
+    return MASK if any(word in key.lower() for word in SECRET_KEY) else mask_url(value)
 
 
 def config_changes(old: dict[str, str] | None, new: dict[str, str]) -> list[dict[str, Any]]:

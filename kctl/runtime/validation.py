@@ -16,7 +16,7 @@ from kctl.runtime.connector_config import (
     TRANSFORMS_CONFIG,
 )
 from kctl.runtime.plugins import Plugins
-from kctl.runtime.secrets import MIN_SECRET_LENGTH
+from kctl.runtime.secrets import MIN_SECRET_LENGTH, mask_url
 
 
 def _definition(key: ConfigKey) -> dict[str, Any]:
@@ -45,7 +45,7 @@ def _value(cv: ConfigValue) -> dict[str, Any]:
     elif isinstance(v, bool):
         v = str(v).lower()
     elif v is not None:
-        v = str(v)
+        v = mask_url(str(v))
     return {"name": cv.name, "value": v, "recommended_values": [str(r) for r in cv.recommended_values],
             "errors": list(cv.errors), "visible": cv.visible}
 

@@ -237,7 +237,9 @@ def split_table(name: str) -> list[str]:
 
 
 def redact_url(url: str) -> str:
-    """A URL with its `password=` parameter hidden, for messages and logs."""
+    """A URL with its `password=` parameter and its `user:password@` hidden, for messages
+    and logs."""
+    url = re.sub(r"(://[^/?#@:\s]*:)[^/?#@\s]+@", r"\1" + Password.HIDDEN + "@", url)
     return re.sub(r"(?i)(password=)[^&;]*", r"\1" + Password.HIDDEN, url)
 
 

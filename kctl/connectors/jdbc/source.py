@@ -113,6 +113,9 @@ class RegexList:
 
 
 MODE_GROUP, TABLES_GROUP, POLL_GROUP = "Mode", "Tables", "Polling"
+# the keys that choose the tables, named when none matches
+TABLE_FILTERS = ("table.include.list", "table.whitelist", "table.exclude.list",
+                 "table.blacklist", "schema.pattern", "catalog.pattern", "table.types")
 
 CONFIG_DEF: ConfigDef = (
     _connection_config_def()
@@ -376,11 +379,32 @@ class JdbcSourceConnector(SourceConnector):
         with self._lock:
             self._assigned = tuple(tables)
             self._requested = None
-        if not tables:
-            log.warning("No table matches table.include.list/table.exclude.list yet; "
-                        "tasks start when one appears")
+        self._warn(None if tables else self._no_table_message())
         return [{**self._props, TASK_TABLES: json.dumps(g)}
                 for g in group_tables(tables, max_tasks)]
+
+    def _no_table_message(self) -> str:
+        """Why no task runs, with what there is to match (a typo shows at once)."""
+        s = self._settings
+        assert s is not None and self._catalog is not None
+        try:
+            there = self._catalog.tables()
+        except Exception:  # the listing that just worked failed now: say less
+            there = []
+        lists = ", ".join(f"{k}={v}" for k in TABLE_FILTERS if (v := self._props.get(k)))
+        shown = ", ".join(there[:20]) + (f" and {len(there) - 20} more" if len(there) > 20
+                                         else "")
+        return (f"No table of {redact_url(s.url)} matches "
+                f"{lists or 'the configured tables'}, so no task runs; tasks start when one "
+                f"appears (checked every table.poll.interval.ms). Tables there: "
+                f"{shown or '(none)'}")
+
+    def _warn(self, message: str | None) -> None:
+        warn = getattr(getattr(self, "context", None), "warn", None)
+        if warn is not None:
+            warn(message)
+        elif message:
+            log.warning("%s", message)
 
     def _watch(self) -> None:
         """Kafka Connect's table monitoring thread: list the tables every

@@ -786,10 +786,10 @@ def test_a_timestamp_snapshot_resumes_and_then_follows_on_every_database(engine,
 
 
 def test_a_read_that_keeps_failing_fails_the_task_in_one_line(engine, postgres_db):
-    """Retried connection.attempts times, then the task fails naming what failed: the
+    """Retried query.retry.attempts times, then the task fails naming what failed: the
     database's own message, not py4j's."""
     props = props_for(postgres_db, query="SELECT nope FROM nowhere", connection_attempts=2,
-                      connection_backoff_ms=10)
+                      connection_backoff_ms=10, query_retry_attempts=1)
     props["connection.url"] += "&password=s3cret-pw"
     task = start_task(engine, OffsetStore(), props)
     try:

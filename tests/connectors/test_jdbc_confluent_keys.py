@@ -330,3 +330,18 @@ def test_schema_and_catalog_patterns_narrow_the_listing(postgres_db, sqlite_db):
     sqlite_db.execute("CREATE TABLE t (id INT PRIMARY KEY)")
     assert tables_read({**base("source", sqlite_db.url), "schema.pattern": "main"})[0] == ["t"]
     assert tables_read({**base("source", sqlite_db.url), "schema.pattern": "other"})[0] == []
+
+
+def test_confluents_class_names_are_aliases():
+    from kctl.runtime.plugins import Plugins
+    from kctl.runtime.validation import validate_config
+
+    plugins = Plugins([])
+    for name, cls in (("io.confluent.connect.jdbc.JdbcSourceConnector", JdbcSourceConnector),
+                      ("io.confluent.connect.jdbc.JdbcSinkConnector", JdbcSinkConnector)):
+        assert plugins.connector_plugin(name).cls is cls
+        side = "source" if cls is JdbcSourceConnector else "sink"
+        got = validate_config(plugins, {**base(side), "name": "x", "connector.class": name,
+                                        "table.whitelist" if side == "source" else
+                                        "fields.whitelist": "a"})
+        assert got["error_count"] == 0 and got["warnings"] == [], got["warnings"]

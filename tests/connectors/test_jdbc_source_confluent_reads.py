@@ -21,11 +21,14 @@ def test_validate_non_null_refuses_nullable_offset_columns(engine, jdbc_db):
     jdbc_db.execute(f"CREATE TABLE t (id INT PRIMARY KEY, n INT, ts {ts})")
     jdbc_db.execute("INSERT INTO t (id, n) VALUES (1, 1)")
     store = OffsetStore()
-    props = props_for(jdbc_db, mode="timestamp", timestamp_column_name="ts")
+    # validate.non.null is true by default, as Confluent's (props_for turns it off)
+    props = props_for(jdbc_db, mode="timestamp", timestamp_column_name="ts",
+                      validate_non_null="true")
     with pytest.raises(ConnectError, match="timestamp columns ts on t because all of these "
                                            "columns are nullable"):
         start_task(engine, store, props, ["t"]).stop()
-    inc = props_for(jdbc_db, mode="incrementing", incrementing_column_name="n")
+    inc = props_for(jdbc_db, mode="incrementing", incrementing_column_name="n",
+                    validate_non_null="true")
     with pytest.raises(ConnectError, match="incrementing column n on t because this column "
                                            "is nullable"):
         start_task(engine, store, inc, ["t"]).stop()

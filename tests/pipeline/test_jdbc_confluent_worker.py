@@ -17,7 +17,6 @@ import contextlib
 import json
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -148,10 +147,9 @@ def test_an_include_list_that_matches_nothing_is_a_warning_and_wait_returns(stac
     f = yaml(tmp_path / "typo.yaml", {
         "name": "typo", "connector.class": "JdbcSource", "connection.url": db.url,
         "mode": "bulk", "table.include.list": "order", "topic.prefix": "pg-"})
-    started = time.monotonic()
-    r = w.kctl("connector", "create", str(f), "--wait", "--timeout", "60")
+    # it returns on the warning: waiting out the timeout would exit 1 ("timed out")
+    r = w.kctl("connector", "create", str(f), "--wait", "--timeout", "600")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert time.monotonic() - started < 45, "create --wait returned on the warning"
     assert "No table of jdbc:postgresql://" in r.stderr
     assert "matches table.include.list=order" in r.stderr
     assert "Tables there: customers, orders, secrets" in r.stderr

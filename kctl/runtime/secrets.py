@@ -114,10 +114,22 @@ def restore_hidden(incoming: Mapping[str, Any], stored: Mapping[str, str] | None
     for key in secret_keys(incoming, definition):
         if out[key] == HIDDEN and key in stored:
             out[key] = stored[key]
-    for key, value in out.items():  # a URL sent back as shown, its password masked
-        if isinstance(value, str) and HIDDEN in value and _is_url(stored.get(key)) \
-                and mask_url(stored[key]) == value:
-            out[key] = stored[key]
+    for key, value in out.items():  # a URL sent back as shown (maybe edited elsewhere)
+        if isinstance(value, str) and HIDDEN in value and _is_url(stored.get(key)):
+            out[key] = _url_restored(value, stored[key])
+    return out
+
+
+def _url_restored(incoming: str, stored: str) -> str:
+    """`incoming` with its `[hidden]` passwords put back from the stored URL, in order
+    (a host or parameter edited around them is kept); as sent when they do not line up."""
+    secrets = url_passwords(stored)
+    parts = incoming.split(HIDDEN)
+    if len(parts) - 1 != len(secrets) or mask_url(incoming) != incoming:
+        return incoming
+    out = parts[0]
+    for secret, rest in zip(secrets, parts[1:], strict=True):
+        out += secret + rest
     return out
 
 

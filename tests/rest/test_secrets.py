@@ -307,6 +307,12 @@ def test_a_password_inside_a_url_is_hidden_in_every_answer_and_log(api, worker, 
     r = api.put(f"/connectors/{name}/config", json={**shown, "connection.user": "other"})
     assert r.status_code == 200, r.text
     assert worker.configs.connector_config(name)["connection.url"] == SECRET_URL
+    # edited around the mask (another host): the stored passwords are put back in
+    edited = MASKED_URL.replace("db.example", "db3.example")
+    r = api.put(f"/connectors/{name}/config", json={**shown, "connection.url": edited})
+    assert r.status_code == 200, r.text
+    assert worker.configs.connector_config(name)["connection.url"] == \
+        SECRET_URL.replace("db.example", "db3.example")
     # a URL that changed is taken as sent
     changed = SECRET_URL.replace("db.example", "db2.example")
     r = api.patch(f"/connectors/{name}/config", json={"connection.url": changed})

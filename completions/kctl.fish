@@ -236,8 +236,8 @@ complete -c kctl -n '__kctl_at connector delete' -l output -s o -x -a 'table jso
 complete -c kctl -n '__kctl_at connector delete' -l help -d 'Show this message and exit.'
 
 # kctl connector restart
-complete -c kctl -n '__kctl_at connector restart' -l include-tasks -d ''
-complete -c kctl -n '__kctl_at connector restart' -l only-failed -d ''
+complete -c kctl -n '__kctl_at connector restart' -l include-tasks -d 'Restart its tasks too.'
+complete -c kctl -n '__kctl_at connector restart' -l only-failed -d 'Only what is FAILED (with --include-tasks: only failed tasks).'
 complete -c kctl -n '__kctl_at connector restart' -l task -x -d 'Restart only this task.'
 complete -c kctl -n '__kctl_at connector restart' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
 complete -c kctl -n '__kctl_at connector restart' -l help -d 'Show this message and exit.'

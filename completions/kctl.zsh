@@ -238,8 +238,8 @@ _kctl_connector_delete() {
 # kctl connector restart
 _kctl_connector_restart() {
     _arguments \
-        '--include-tasks[]' \
-        '--only-failed[]' \
+        '--include-tasks[Restart its tasks too.]' \
+        '--only-failed[Only what is FAILED (with --include-tasks\: only failed tasks).]' \
         '--task=[Restart only this task.]:task: ' \
         '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
         '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \

@@ -62,6 +62,11 @@ class ConnectorContext(SparkProvider, Protocol):
         """Fail the connector from a background thread of its own."""
         ...
 
+    def warn(self, message: str | None) -> None:
+        """Say something the user should see although nothing failed (shown as the trace
+        of the RUNNING connector in its status); None takes it back. A kctl addition."""
+        ...
+
     @property
     def offset_storage_reader(self) -> OffsetStorageReader: ...
 

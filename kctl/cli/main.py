@@ -25,6 +25,25 @@ from kctl.exit_status import ExitStatus
 from kctl.exit_status import describe as describe_exit_status
 from kctl.runtime.connector_config import CONNECTOR_CLASS_CONFIG
 
+
+def _flags_take_no_value() -> None:
+    """typer 0.29's rich help labels a flag with its Python type (`--wait <bool>`), which
+    reads as if the flag took a value: a flag's type column stays empty here."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "_kctl_flags", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    display_type_rich._kctl_flags = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_take_no_value()
+
 app = typer.Typer(help="kctl: Kafka-Connect-style data integration on Spark.",
                   epilog=f"Exit status: {describe_exit_status()}.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -70,6 +89,10 @@ class State:
 state = State()
 
 OutputOpt = typer.Option(None, "--output", "-o", help="table, json or yaml")
+PREVIEW_WIDTH = 120  # characters of a rejected payload a `dlq show` table cell shows
+ConnectorArg = typer.Argument(..., help="The connector's name.")
+ContextArg = typer.Argument(..., help="The context's name.")
+LoggerArg = typer.Argument(..., help="A logger name (dotted, e.g. kctl.runtime) or root.")
 
 
 def fmt(output: Output | None) -> str:
@@ -268,7 +291,7 @@ def connector_list(output: Output | None = OutputOpt) -> None:
 
 
 @connector_app.command("get")
-def connector_get(name: str, output: Output | None = OutputOpt) -> None:
+def connector_get(name: str = ConnectorArg, output: Output | None = OutputOpt) -> None:
     """Show a connector's config and tasks."""
     data = run(lambda: client().get(f"/connectors/{name}"))
     if not render.dump(data, fmt(output), console):
@@ -277,7 +300,7 @@ def connector_get(name: str, output: Output | None = OutputOpt) -> None:
 
 
 @connector_app.command("config")
-def connector_config(name: str, output: Output | None = OutputOpt) -> None:
+def connector_config(name: str = ConnectorArg, output: Output | None = OutputOpt) -> None:
     """Show a connector's config."""
     data = run(lambda: client().get(f"/connectors/{name}/config"))
     if not render.dump(data, fmt(output), console):
@@ -325,7 +348,7 @@ def _task_rates(name: str, seconds: float) -> dict[str, dict[str, Any]]:
 
 
 @connector_app.command("status")
-def connector_status(name: str, output: Output | None = OutputOpt,
+def connector_status(name: str = ConnectorArg, output: Output | None = OutputOpt,
                      metrics: bool = typer.Option(
                          False, "--metrics",
                          help="Also record counts and rates per task (two scrapes of "
@@ -372,6 +395,16 @@ def _wait(name: str, timeout: float, *, quiet: bool = False) -> None:
                 if not quiet:
                     console.print(render.status_table(st))
                 return
+            if st["connector"]["state"] == "RUNNING" and not st["tasks"] and \
+                    st["connector"].get("trace"):
+                # running, but it says why it has no task (e.g. no table matches): waiting
+                # longer would only time out
+                if not quiet:
+                    console.print(render.status_table(st))
+                err_console.print(Text.assemble(("warning:", "yellow"), " ",
+                                                st["connector"]["trace"]),
+                                  highlight=False, soft_wrap=True)
+                return
             time.sleep(0.3)
     raise fail(f"timed out waiting for {name} to run")
 
@@ -405,7 +438,9 @@ MASK = "******"
 def _shown(key: str, value: str | None) -> str | None:
     if value is None:
         return None
-    return MASK if any(word in key.lower() for word in SECRET_KEY) else value
+    from kctl.runtime.secrets import mask_url
+
+    return MASK if any(word in key.lower() for word in SECRET_KEY) else mask_url(value)
 
 
 def config_changes(old: dict[str, str] | None, new: dict[str, str]) -> list[dict[str, Any]]:
@@ -434,11 +469,10 @@ def _show_changes(name: str, rows: list[dict[str, Any]], title: str) -> None:
 def _validate_config(config: dict[str, str]) -> dict[str, list[str]]:
     """The worker's per-field errors for a config (what a write would refuse); unknown keys
     are printed as warnings with a did-you-mean."""
-    from kctl.runtime.connector_config import known_keys, unknown_keys
-
     plugin = config.get(CONNECTOR_CLASS_CONFIG, "")
     if not plugin:
         raise fail("the config has no connector.class", ExitStatus.USAGE)
+
     def validate() -> Any:
         try:
             return client().put(f"/connector-plugins/{plugin}/config/validate", json=config)
@@ -450,11 +484,25 @@ def _validate_config(config: dict[str, str]) -> dict[str, list[str]]:
     data = run(validate)
     if data is None:
         return {}
-    for warning in unknown_keys(config, known_keys(data)):
-        err_console.print(Text.assemble(("warning:", "yellow"), " ", warning), highlight=False,
-                          soft_wrap=True)
+    _print_warnings(_warnings(config, data))
     return {c["value"]["name"]: c["value"]["errors"] for c in data["configs"]
             if c["value"]["errors"]}
+
+
+def _warnings(config: dict[str, str], data: dict[str, Any]) -> list[str]:
+    """The validate answer's warnings (unknown keys with a did-you-mean); a worker that
+    does not send them (an older kctl, Kafka Connect) gets the same check here."""
+    if "warnings" in data:
+        return [w["message"] for w in data["warnings"]]
+    from kctl.runtime.connector_config import known_keys, unknown_keys
+
+    return unknown_keys(config, known_keys(data))
+
+
+def _print_warnings(warnings: list[str]) -> None:
+    for warning in warnings:
+        err_console.print(Text.assemble(("warning:", "yellow"), " ", warning), highlight=False,
+                          soft_wrap=True)
 
 
 def _write_config(name: str, current: dict[str, str] | None, config: dict[str, str],
@@ -524,7 +572,7 @@ def connector_apply(
 
 @connector_app.command("patch")
 def connector_patch(
-    name: str,
+    name: str = ConnectorArg,
     settings: list[str] = typer.Argument(..., help="KEY=VALUE to set, KEY= to remove"),
     dry_run: bool = typer.Option(False, "--dry-run",
                                  help="Show the changes and validate; write nothing."),
@@ -549,7 +597,7 @@ def connector_patch(
 def _simple(verb: str, method: str, path: str, doc: str, *, before: bool = False) -> Any:
     """pause, resume, stop, delete: -o shows the connector's status after the write (for
     delete, the connector as it was)."""
-    def command(name: str, output: Output | None = OutputOpt) -> None:
+    def command(name: str = ConnectorArg, output: Output | None = OutputOpt) -> None:
         c = client()
         info = run(lambda: c.get(f"/connectors/{name}")) if before and fmt(output) != "table" \
             else None
@@ -575,9 +623,12 @@ connector_app.command("delete")(_simple("deleted", "DELETE", "/connectors/{name}
 
 
 @connector_app.command("restart")
-def connector_restart(name: str,
-                      include_tasks: bool = typer.Option(False, "--include-tasks"),
-                      only_failed: bool = typer.Option(False, "--only-failed"),
+def connector_restart(name: str = ConnectorArg,
+                      include_tasks: bool = typer.Option(
+                          False, "--include-tasks", help="Restart its tasks too."),
+                      only_failed: bool = typer.Option(
+                          False, "--only-failed",
+                          help="Only what is FAILED (with --include-tasks: only failed tasks)."),
                       task: int = typer.Option(None, "--task", help="Restart only this task."),
                       output: Output | None = OutputOpt) -> None:
     """Restart a connector (and its tasks), or one task."""
@@ -599,28 +650,32 @@ def connector_restart(name: str,
 
 
 @connector_app.command("validate")
-def connector_validate(file: str, output: Output | None = OutputOpt) -> None:
+def connector_validate(file: str = typer.Argument(
+        ..., help="Connector file (YAML/JSON/.properties) or - for stdin."), output: Output | None = OutputOpt) -> None:
     """Validate a connector config; per-field errors as a table."""
     name, config = load_connector(file)
     plugin = config.get(CONNECTOR_CLASS_CONFIG, "")
     if not plugin:
         raise fail("the config has no connector.class", ExitStatus.USAGE)
     data = run(lambda: client().put(f"/connector-plugins/{plugin}/config/validate", json=config))
+    warnings = _warnings(config, data)
     if render.dump(data, fmt(output), console):
         raise typer.Exit(ExitStatus.ERROR if data["error_count"] else ExitStatus.SUCCESS)
+    _print_warnings(warnings)  # warnings never make a config invalid (nor the exit status 1)
     errors = {c["value"]["name"]: c["value"]["errors"] for c in data["configs"]
               if c["value"]["errors"]}
     if errors:
         console.print(render.validation_table(errors))
         raise fail(f"{data['error_count']} error(s) in {name}'s config", ExitStatus.ERROR)
-    console.print(f"{name}: configuration is valid", highlight=False, markup=False)
+    note = f" ({len(warnings)} warning(s) on stderr)" if warnings else ""
+    console.print(f"{name}: configuration is valid{note}", highlight=False, markup=False)
 
 
 # -- offsets ---------------------------------------------------------------------------------
 
 
 @offsets_app.command("get")
-def offsets_get(name: str, output: Output | None = OutputOpt) -> None:
+def offsets_get(name: str = ConnectorArg, output: Output | None = OutputOpt) -> None:
     """Committed offsets of a connector."""
     data = run(lambda: client().get(f"/connectors/{name}/offsets"))
     if not render.dump(data, fmt(output), console):
@@ -636,7 +691,7 @@ def _stop_first(name: str) -> str:
 
 
 @offsets_app.command("set")
-def offsets_set(name: str, file: str = typer.Argument(
+def offsets_set(name: str = ConnectorArg, file: str = typer.Argument(
         ..., help='JSON/YAML {"offsets": [{"partition": ..., "offset": ...}]} or - for stdin'),
         output: Output | None = OutputOpt) -> None:
     """Alter offsets of a STOPPED connector."""
@@ -648,7 +703,7 @@ def offsets_set(name: str, file: str = typer.Argument(
 
 
 @offsets_app.command("reset")
-def offsets_reset(name: str, output: Output | None = OutputOpt) -> None:
+def offsets_reset(name: str = ConnectorArg, output: Output | None = OutputOpt) -> None:
     """Forget all offsets of a STOPPED connector."""
     c = client()
     data = run(lambda: c.delete(f"/connectors/{name}/offsets"),
@@ -685,7 +740,7 @@ def _origin(r: dict[str, Any]) -> str:
 
 
 @dlq_app.command("show")
-def dlq_show(name: str, limit: int = typer.Option(100, help="Most records shown."),
+def dlq_show(name: str = ConnectorArg, limit: int = typer.Option(100, help="Most records shown."),
              output: Output | None = OutputOpt) -> None:
     """Records a connector rejected: when, stage, exception, origin, payload preview."""
     data = run(lambda: client().get(f"/connectors/{name}/dlq", params={"limit": limit}))
@@ -699,13 +754,21 @@ def dlq_show(name: str, limit: int = typer.Option(100, help="Most records shown.
         return
     rows = ((r["time"], r["stage"] or "",
              f"{(r['exception'] or '').rsplit('.', 1)[-1]}: {r['message']}" if r["exception"]
-             else "", _origin(r), r["value"]) for r in records)
-    render.print_rows(console, ["time", "stage", "exception", "origin", "value"], rows,
+             else "", _origin(r), _preview(r)) for r in records)
+    render.print_rows(console, ["time", "stage", "exception", "origin", "payload"], rows,
                       title=f"{name}: {len(records)} rejected record(s)")
 
 
+def _preview(record: dict[str, Any], width: int = PREVIEW_WIDTH) -> str:
+    """What was rejected, for a table cell: the payload of a JsonConverter envelope (its
+    schema comes first and would fill the cell), else the value as it is; cut to `width`
+    (-o json and yaml show everything)."""
+    text = record.get("value_payload") or record.get("value") or ""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 @dlq_app.command("replay")
-def dlq_replay(name: str,
+def dlq_replay(name: str = ConnectorArg,
                to: str = typer.Option(None, "--to",
                                       help="Send to this topic instead of the original."),
                output: Output | None = OutputOpt) -> None:
@@ -730,7 +793,7 @@ def dlq_replay(name: str,
 
 
 @dlq_app.command("purge")
-def dlq_purge(name: str,
+def dlq_purge(name: str = ConnectorArg,
               yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
               output: Output | None = OutputOpt) -> None:
     """Clear a connector's DLQ (e.g. after a replay): later shows and replays start after
@@ -763,7 +826,7 @@ def logger_list(output: Output | None = OutputOpt) -> None:
 
 
 @logger_app.command("get")
-def logger_get(name: str, output: Output | None = OutputOpt) -> None:
+def logger_get(name: str = LoggerArg, output: Output | None = OutputOpt) -> None:
     """A logger's effective level."""
     data = run(lambda: client().get(f"/admin/loggers/{name}"))
     if not render.dump(data, fmt(output), console):
@@ -772,7 +835,7 @@ def logger_get(name: str, output: Output | None = OutputOpt) -> None:
 
 
 @logger_app.command("set")
-def logger_set(name: str, level: str = typer.Argument(
+def logger_set(name: str = LoggerArg, level: str = typer.Argument(
         ..., help="TRACE, DEBUG, INFO, WARN, ERROR, FATAL or OFF"),
         output: Output | None = OutputOpt) -> None:
     """Set a logger's level (and its descendants' that have their own) on the worker."""
@@ -791,7 +854,7 @@ def _contexts() -> Any:
 
 
 @context_app.command("set")
-def context_set(name: str, url: str = typer.Option(..., "--url", help="The worker's REST URL."),
+def context_set(name: str = ContextArg, url: str = typer.Option(..., "--url", help="The worker's REST URL."),
                 use: bool = typer.Option(False, "--use", help="Make it the current context."),
                 output: Output | None = OutputOpt) -> None:
     """Add or change a context (the first one becomes current)."""
@@ -809,7 +872,7 @@ def _context_json(ctx: Any, name: str) -> dict[str, Any]:
 
 
 @context_app.command("use")
-def context_use(name: str, output: Output | None = OutputOpt) -> None:
+def context_use(name: str = ContextArg, output: Output | None = OutputOpt) -> None:
     """Make a context the current one."""
     ctx = _contexts()
     run(lambda: ctx.use(name))
@@ -842,7 +905,7 @@ def context_current(output: Output | None = OutputOpt) -> None:
 
 
 @context_app.command("delete")
-def context_delete(name: str, output: Output | None = OutputOpt) -> None:
+def context_delete(name: str = ContextArg, output: Output | None = OutputOpt) -> None:
     """Forget a context."""
     ctx = _contexts()
     gone = run(lambda: _context_json(ctx, name) if name in ctx.contexts else ctx.get(name))

@@ -83,9 +83,10 @@ FREE_PREFIXES = ("transforms.", "predicates.", "producer.override.", "consumer.o
                  "topic.creation.")
 
 
-def unknown_keys(config: Mapping[str, Any], known: set[str]) -> list[str]:
-    """Warnings for keys nothing reads, each with a did-you-mean when one is close. Not
-    errors: Kafka Connect accepts free keys and plugins may read keys they do not define."""
+def unknown_key_warnings(config: Mapping[str, Any], known: set[str]) -> list[tuple[str, str]]:
+    """(key, warning) for keys nothing reads, each with a did-you-mean when one is close.
+    Not errors: Kafka Connect accepts free keys and plugins may read keys they do not
+    define."""
     import difflib
 
     warnings = []
@@ -94,8 +95,13 @@ def unknown_keys(config: Mapping[str, Any], known: set[str]) -> list[str]:
             continue
         close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        warnings.append(f"unknown key {key!r}{hint}: no setting of this connector reads it")
+        warnings.append((key, f"unknown key {key!r}{hint}: no setting of this connector "
+                              "reads it"))
     return warnings
+
+
+def unknown_keys(config: Mapping[str, Any], known: set[str]) -> list[str]:
+    return [w for _, w in unknown_key_warnings(config, known)]
 
 
 def known_keys(validation: Mapping[str, Any]) -> set[str]:

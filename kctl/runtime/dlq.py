@@ -12,6 +12,7 @@ replaying start there. Retention reclaims the space as for any topic.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import Counter
@@ -110,14 +111,28 @@ def _h(record: LogRecord, name: str) -> str | None:
     return None
 
 
-def _preview(b: bytes | None, width: int = 80) -> str | None:
-    if b is None:
+def _text(b: bytes | None) -> str | None:
+    """The bytes as text, whole (JSON and YAML are never truncated; tables preview)."""
+    return None if b is None else b.decode("utf-8", "backslashreplace")
+
+
+def envelope_payload(text: str | None) -> str | None:
+    """The payload of a JsonConverter envelope (`{"schema": ..., "payload": ...}`) as JSON
+    text: what was rejected, without the schema that comes first and hides it in a
+    preview. None when the text is not such an envelope."""
+    if not text or not text.startswith("{"):
         return None
-    s = b.decode("utf-8", "backslashreplace")
-    return s if len(s) <= width else s[: width - 1] + "…"
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or set(doc) != {"schema", "payload"}:
+        return None
+    return json.dumps(doc["payload"], ensure_ascii=False, separators=(", ", ": "))
 
 
 def describe(record: LogRecord) -> dict[str, Any]:
+    key, value = _text(record.key), _text(record.value)
     return {
         "dlq_offset": record.offset,
         "dlq_partition": record.partition,
@@ -130,8 +145,10 @@ def describe(record: LogRecord) -> dict[str, Any]:
         "offset": _h(record, "offset"),
         "source_partition": _h(record, "source.partition"),
         "source_offset": _h(record, "source.offset"),
-        "key": _preview(record.key),
-        "value": _preview(record.value),
+        "key": key,
+        "value": value,
+        "key_payload": envelope_payload(key),
+        "value_payload": envelope_payload(value),
         "headers": {k: None if v is None else v.decode("utf-8", "replace")
                     for k, v in record.headers if k.startswith(HEADER_PREFIX)},
     }

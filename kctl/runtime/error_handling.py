@@ -326,13 +326,14 @@ class RetryWithToleranceOperator:
         self.last_error_ms = int(time.time() * 1000)
         if callable(executing_class):  # e.g. the transform of a chain that actually failed
             executing_class = executing_class()
+        if not tolerate:  # a step no tolerance covers (a failing poll): say what failed,
+            # whatever errors.tolerance says (it was never a matter of tolerance)
+            raise ConnectError(
+                f"Failed {FAILED_WHILE.get(stage, 'in ' + stage.value)} (stage {stage.value}, "
+                f"class {executing_class}): {type(e).__name__}: {e}") from e
         if self.tolerance is Tolerance.NONE:
             raise ConnectError(
                 f"Tolerance exceeded in error handler (stage {stage.value}, "
-                f"class {executing_class}): {type(e).__name__}: {e}") from e
-        if not tolerate:  # a step no tolerance covers (a failing poll): say what failed
-            raise ConnectError(
-                f"Failed {FAILED_WHILE.get(stage, 'in ' + stage.value)} (stage {stage.value}, "
                 f"class {executing_class}): {type(e).__name__}: {e}") from e
         ctx = ErrorContext(stage, executing_class, e, self.connector, self.task,
                            consumed, source, attempts)

@@ -32,6 +32,12 @@ BUILTIN_CONNECTORS = {
     "JdbcSink": "kctl.connectors.jdbc:JdbcSinkConnector",
     "JdbcSource": "kctl.connectors.jdbc:JdbcSourceConnector",
 }
+# Class names configs written for other runtimes use, for the connectors that take their
+# configuration (a Confluent JDBC config runs unchanged).
+FOREIGN_CLASS_NAMES = {
+    "JdbcSink": ("io.confluent.connect.jdbc.JdbcSinkConnector",),
+    "JdbcSource": ("io.confluent.connect.jdbc.JdbcSourceConnector",),
+}
 
 
 @dataclass(frozen=True)
@@ -84,7 +90,7 @@ class Plugins:
         self._plugins: list[ConnectorPlugin] = []
         self.load_errors: list[str] = []
         for alias, ref in BUILTIN_CONNECTORS.items():
-            self._register_ref(ref, (alias,))
+            self._register_ref(ref, (alias, *FOREIGN_CLASS_NAMES.get(alias, ())))
         for ep in importlib.metadata.entry_points(group="kctl.connectors"):
             try:
                 self._register(ep.load(), (ep.name,))

@@ -7,6 +7,10 @@ live in the Kafka client's ConfigDef), keys named like one (`password`, `secret`
 `credentials`, `sasl.jaas.config`, ...). A declared key of another type is never secret,
 whatever its name.
 
+A password can also sit inside a value: a URL's user info (`postgresql://u:secret@host`)
+or its `password=` parameter (`jdbc:mariadb://host/db?password=secret`). Those parts are
+secrets whatever the key (see `url_passwords`).
+
 Two mechanisms, because a secret can travel two ways:
 
 - masking, by key: a secret key given literally is shown as `[hidden]` in every REST
@@ -41,6 +45,38 @@ _SECRET_SUFFIXES = ("sasl.jaas.config", "basic.auth.user.info", "ssl.keystore.ke
                     "ssl.keystore.certificate.chain", "ssl.truststore.certificates")
 
 
+# a URL's `user:password@` and its `password=` parameter (`?`, `&` or `;` before it, as in
+# JDBC URLs of PostgreSQL, MariaDB and SQL Server)
+_URL_USERINFO = re.compile(r"(://[^/?#@:\s]*:)([^/?#@\s]+)(@)")
+_URL_PASSWORD = re.compile(r"(?i)([?&;]password=)([^&;#\s]*)")
+
+
+def _is_url(value: Any) -> bool:
+    return isinstance(value, str) and ("://" in value or value.startswith("jdbc:"))
+
+
+def url_passwords(value: Any) -> list[str]:
+    """The passwords written into a URL value (placeholders are references, not secrets)."""
+    if not _is_url(value):
+        return []
+    found = [m.group(2) for p in (_URL_USERINFO, _URL_PASSWORD) for m in p.finditer(value)]
+    return [f for f in found if f and f != HIDDEN and not has_placeholder(f)]
+
+
+def mask_url(value: str) -> str:
+    """A URL with the passwords written into it shown as `[hidden]`."""
+    if not url_passwords(value):
+        return value
+
+    def hide(m: re.Match[str]) -> str:
+        secret = m.group(2)
+        if not secret or has_placeholder(secret):
+            return m.group(0)
+        return m.group(1) + HIDDEN + (m.group(3) if m.lastindex == 3 else "")
+
+    return _URL_PASSWORD.sub(hide, _URL_USERINFO.sub(hide, value))
+
+
 def looks_secret(key: str) -> bool:
     """A key nothing declares, named like Kafka's PASSWORD-typed client settings."""
     k = key.lower()
@@ -61,7 +97,8 @@ def secret_keys(config: Iterable[str], definition: ConfigDef | None) -> set[str]
 def mask(config: Mapping[str, str], definition: ConfigDef | None) -> dict[str, str]:
     """The config as REST shows it: secret keys given literally become `[hidden]`."""
     hidden = secret_keys(config, definition)
-    return {k: (HIDDEN if k in hidden and v is not None and not only_placeholders(v) else v)
+    return {k: (HIDDEN if k in hidden and v is not None and not only_placeholders(v)
+                else mask_url(v) if _is_url(v) else v)
             for k, v in config.items()}
 
 
@@ -77,6 +114,22 @@ def restore_hidden(incoming: Mapping[str, Any], stored: Mapping[str, str] | None
     for key in secret_keys(incoming, definition):
         if out[key] == HIDDEN and key in stored:
             out[key] = stored[key]
+    for key, value in out.items():  # a URL sent back as shown (maybe edited elsewhere)
+        if isinstance(value, str) and HIDDEN in value and _is_url(stored.get(key)):
+            out[key] = _url_restored(value, stored[key])
+    return out
+
+
+def _url_restored(incoming: str, stored: str) -> str:
+    """`incoming` with its `[hidden]` passwords put back from the stored URL, in order
+    (a host or parameter edited around them is kept); as sent when they do not line up."""
+    secrets = url_passwords(stored)
+    parts = incoming.split(HIDDEN)
+    if len(parts) - 1 != len(secrets) or mask_url(incoming) != incoming:
+        return incoming
+    out = parts[0]
+    for secret, rest in zip(secrets, parts[1:], strict=True):
+        out += secret + rest
     return out
 
 
@@ -122,6 +175,7 @@ def register_secrets(config: Mapping[str, Any], definition: ConfigDef | None) ->
     placeholders is a reference, not a secret (its resolved value is added at start)."""
     REDACTOR.add(config[k] for k in secret_keys(config, definition)
                  if not has_placeholder(config[k]))
+    REDACTOR.add(p for v in config.values() for p in url_passwords(v))
 
 
 def _redact_record(record: logging.LogRecord) -> None:

@@ -16,7 +16,7 @@ from kctl.runtime.connector_config import (
     TRANSFORMS_CONFIG,
 )
 from kctl.runtime.plugins import Plugins
-from kctl.runtime.secrets import MIN_SECRET_LENGTH
+from kctl.runtime.secrets import MIN_SECRET_LENGTH, mask_url
 
 
 def _definition(key: ConfigKey) -> dict[str, Any]:
@@ -45,7 +45,7 @@ def _value(cv: ConfigValue) -> dict[str, Any]:
     elif isinstance(v, bool):
         v = str(v).lower()
     elif v is not None:
-        v = str(v)
+        v = mask_url(str(v))
     return {"name": cv.name, "value": v, "recommended_values": [str(r) for r in cv.recommended_values],
             "errors": list(cv.errors), "visible": cv.visible}
 
@@ -141,12 +141,20 @@ def validate_config(plugins: Plugins, config: Mapping[str, Any],
         shown["errors"] = [_unresolved(e, resolved) for e in shown["errors"]]
         configs.append({"definition": _definition(key) if key else {"name": v.name},
                         "value": shown})
+    # Keys nothing reads are warnings, not errors (they do not count in error_count, so a
+    # config is as valid as Kafka Connect would find it). Kafka's ConfigInfos has no place
+    # for them: they are an added top-level list, which Kafka's clients (Jackson with
+    # unknown properties ignored, kcctl) skip. Only when the plugin is known: else every
+    # key of it would look unknown.
+    warnings = [{"name": k, "message": m}
+                for k, m in cc.unknown_key_warnings(raw, set(keys))] if connector else []
     return {
         "name": connector.__class__.__module__ + "." + connector.__class__.__qualname__
         if connector else cls_name,
         "error_count": sum(len(v.errors) for v in values),
         "groups": definition.groups(),
         "configs": configs,
+        "warnings": warnings,
     }
 
 

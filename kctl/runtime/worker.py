@@ -121,6 +121,9 @@ class _ConnectorContext:
         self._worker.status.on_connector_state(self._name, State.FAILED,
                                                "".join(traceback.format_exception(error)))
 
+    def warn(self, message: str | None) -> None:
+        self._worker.warn_connector(self._name, message)
+
     @property
     def offset_storage_reader(self) -> Any:
         return self._worker.offset_reader(self._name)
@@ -177,6 +180,8 @@ class WorkerConnector:
         self.config = config
         self.resolved = dict(config) if resolved is None else resolved
         self.started = False
+        self.state: State | None = None  # as last reported
+        self.warning: str | None = None  # ConnectorContext.warn: shown as RUNNING's trace
 
     @property
     def is_sink(self) -> bool:
@@ -270,8 +275,26 @@ class Worker:
             state = {TargetState.STARTED: State.RUNNING, TargetState.PAUSED: State.PAUSED,
                      TargetState.STOPPED: State.STOPPED}[target]
             self.startups["connector"]["success"] += 1
-            self.status.on_connector_state(name, state)
+            self._report(wc, state)
             return True
+
+    def _report(self, wc: WorkerConnector, state: State) -> None:
+        """A connector's state; RUNNING carries its warning (if any) as the trace."""
+        wc.state = state
+        self.status.on_connector_state(wc.name, state,
+                                       wc.warning if state is State.RUNNING else None)
+
+    def warn_connector(self, name: str, message: str | None) -> None:
+        """A running connector says what the user should know although nothing failed
+        (e.g. no table matches its include list, so it runs no task); None takes it back."""
+        wc = self.connectors.get(name)
+        if wc is None or wc.warning == message:
+            return
+        wc.warning = message
+        if message:
+            log.warning("Connector %s: %s", name, message)
+        if wc.state is State.RUNNING:
+            self._report(wc, State.RUNNING)
 
     def is_running(self, name: str) -> bool:
         wc = self.connectors.get(name)
@@ -319,7 +342,7 @@ class Worker:
                     wc.connector.stop()
                 finally:
                     wc.started = False
-            self.status.on_connector_state(name, State.STOPPED)
+            self._report(wc, State.STOPPED)
             return
         if not wc.started:
             try:  # resolved again: a rotated secret is picked up on resume
@@ -331,8 +354,7 @@ class Worker:
                     "".join(traceback.format_exception(e))
                 self.status.on_connector_state(name, State.FAILED, trace)
                 return
-        self.status.on_connector_state(
-            name, State.PAUSED if target is TargetState.PAUSED else State.RUNNING)
+        self._report(wc, State.PAUSED if target is TargetState.PAUSED else State.RUNNING)
 
     # -- tasks -------------------------------------------------------------------------------
     def _converter(self, config: Mapping[str, str], which: str) -> Converter:

@@ -757,7 +757,9 @@ def test_validate_answers_config_infos(idle):
                 json={"connector.class": SOURCE, "topic": "t", "count": "many"})
     assert r.status_code == 200
     infos = r.json()
-    assert set(infos) == {"name", "error_count", "groups", "configs"}
+    # Kafka's ConfigInfos, plus kctl's warnings (keys nothing reads; none here)
+    assert set(infos) == {"name", "error_count", "groups", "configs", "warnings"}
+    assert infos["warnings"] == []
     assert infos["name"] == SOURCE
     assert infos["error_count"] == 1
     assert isinstance(infos["groups"], list) and "Common" in infos["groups"]

@@ -269,3 +269,52 @@ def test_any_connector_and_any_setting_takes_placeholders(api, tmp_path, monkeyp
     assert api.get("/connectors/counter/config").json()["topic"] == "${env:KCTL_TEST_TOPIC}"
     assert api.get("/connectors/counter/tasks").json()[0]["config"]["topic"] == \
         "${env:KCTL_TEST_TOPIC}"
+
+
+URL_USER_SECRET, URL_PARAM_SECRET = "url-s3cret-Ab12", "url-s3cret-Cd34"
+SECRET_URL = (f"jdbc:postgresql://kctl:{URL_USER_SECRET}@db.example:5432/shop"
+              f"?ssl=true&password={URL_PARAM_SECRET}&loglevel=1")
+MASKED_URL = "jdbc:postgresql://kctl:[hidden]@db.example:5432/shop?ssl=true&password=[hidden]" \
+             "&loglevel=1"
+
+
+def test_a_password_inside_a_url_is_hidden_in_every_answer_and_log(api, worker, tmp_path,
+                                                                     caplog):
+    """`connection.url` is not a password key, but a URL can carry one (`user:pw@`,
+    `password=`): those parts read `[hidden]` wherever the config is shown, in logs too,
+    and a GET-edit-PUT keeps the stored URL."""
+    name = "url-secret"
+    config = password_connector(tmp_path, "${env:KCTL_TEST_DB_PASSWORD}",
+                                **{"connection.url": SECRET_URL})
+    create(api, name, config)
+    wait_state(api, name, "RUNNING", ("RUNNING", "RUNNING"))
+    texts = every_answer(api, name, config)
+    for text in texts:
+        assert URL_USER_SECRET not in text and URL_PARAM_SECRET not in text, text[:500]
+    shown = api.get(f"/connectors/{name}/config").json()
+    assert shown["connection.url"] == MASKED_URL
+    assert api.get(f"/connectors/{name}").json()["config"]["connection.url"] == MASKED_URL
+    validated = api.put(f"/connector-plugins/{PASSWORD}/config/validate", json=config).json()
+    assert {c["value"]["name"]: c["value"]["value"] for c in validated["configs"]
+            if c["definition"]["name"] == "connection.url"}.get("connection.url",
+                                                               MASKED_URL) == MASKED_URL
+    with caplog.at_level(logging.INFO):
+        logging.getLogger("kctl.test").warning("connecting to %s", SECRET_URL)
+    assert URL_USER_SECRET not in caplog.text and URL_PARAM_SECRET not in caplog.text
+    assert "kctl:[hidden]@db.example" in caplog.text
+
+    # sent back as shown: the stored URL (with its passwords) stays
+    r = api.put(f"/connectors/{name}/config", json={**shown, "connection.user": "other"})
+    assert r.status_code == 200, r.text
+    assert worker.configs.connector_config(name)["connection.url"] == SECRET_URL
+    # edited around the mask (another host): the stored passwords are put back in
+    edited = MASKED_URL.replace("db.example", "db3.example")
+    r = api.put(f"/connectors/{name}/config", json={**shown, "connection.url": edited})
+    assert r.status_code == 200, r.text
+    assert worker.configs.connector_config(name)["connection.url"] == \
+        SECRET_URL.replace("db.example", "db3.example")
+    # a URL that changed is taken as sent
+    changed = SECRET_URL.replace("db.example", "db2.example")
+    r = api.patch(f"/connectors/{name}/config", json={"connection.url": changed})
+    assert r.status_code == 200 and URL_USER_SECRET not in r.text
+    assert worker.configs.connector_config(name)["connection.url"] == changed

@@ -161,3 +161,17 @@ def test_a_failure_no_tolerance_covers_says_what_failed_not_tolerance_exceeded()
     fn, _ = flaky(1, ValueError)
     with pytest.raises(ConnectError, match=r"^Tolerance exceeded in error handler"):
         op(Tolerance.NONE, 0, clock).execute(fn, Stage.TRANSFORMATION, "X")
+
+
+def test_a_failing_poll_without_any_tolerance_set_says_what_failed():
+    """errors.tolerance=none (the default) and a poll that fails (a database outage): the
+    message names the failure, not "Tolerance exceeded" (no tolerance was ever asked for)."""
+    clock = FakeClock()
+    fn, _ = flaky(1, ConnectionRefusedError)
+    with pytest.raises(ConnectError) as e:
+        op(Tolerance.NONE, 0, clock).execute(fn, Stage.TASK_POLL, "JdbcSourceTask",
+                                             tolerate=False)
+    message = str(e.value)
+    assert message.startswith("Failed reading from the source (poll) (stage TASK_POLL, "
+                              "class JdbcSourceTask): ConnectionRefusedError"), message
+    assert "Tolerance exceeded" not in message

@@ -140,7 +140,8 @@ class Catalog:
 
     def __init__(self, dialect: Dialect, url: str, user: str | None,
                  password: Password | str | None, attempts: int = 3,
-                 backoff_ms: int = 10_000, stop: threading.Event | None = None) -> None:
+                 backoff_ms: int = 10_000, stop: threading.Event | None = None,
+                 session_init: Sequence[str] | None = None) -> None:
         self.dialect = dialect
         self.url = url
         self._user = user
@@ -150,6 +151,9 @@ class Catalog:
         self._stop = stop or threading.Event()
         self._conn: Any = None
         self._lock = threading.RLock()
+        # statements a session starts with (UTC; JdbcSource: transaction.isolation.mode)
+        self._init = list(session_init) if session_init is not None else \
+            [SESSION_INIT[dialect.name]] if dialect.name in SESSION_INIT else []
 
     # -- connection ---------------------------------------------------------------------
 
@@ -158,10 +162,10 @@ class Catalog:
         for attempt in range(1, self._attempts + 1):
             try:
                 conn = self.dialect.connect(self.url, self._user, self._password)
-                init = SESSION_INIT.get(self.dialect.name)
-                if init:
+                if self._init:
                     cur = conn.cursor()
-                    cur.execute(init)
+                    for statement in self._init:
+                        cur.execute(statement)
                     conn.commit()
                 return conn
             except ConnectError as e:
@@ -218,23 +222,46 @@ class Catalog:
 
     # -- metadata -----------------------------------------------------------------------
 
-    def tables(self) -> list[str]:
-        """Base tables, sorted: names in the default schema bare, others `schema.table`."""
-        d = self.dialect.name
+    def tables(self, types: Sequence[str] = ("TABLE",), schema_pattern: str | None = None,
+               catalog_pattern: str | None = None) -> list[str]:
+        """Tables of `types` (TABLE, VIEW), sorted: names in the default schema bare,
+        others `schema.table`. The patterns are SQL LIKE patterns (JDBC metadata's), None
+        for no restriction: the schema (MariaDB: the database, SQLite: `main`) and the
+        catalog (the database; the URL's is the only one read)."""
+        d, ph = self.dialect.name, self.ph
+        kinds = {"TABLE": "BASE TABLE", "VIEW": "VIEW"}
+        wanted = [kinds[t] for t in types if t in kinds] or ["BASE TABLE"]
         if d == "sqlite":
-            rows = self.fetch("SELECT name FROM sqlite_master WHERE type = 'table' "
-                              "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
+            if not _sqlite_like("main", schema_pattern, catalog_pattern):
+                return []
+            sqlite_kinds = [{"BASE TABLE": "table", "VIEW": "view"}[k] for k in wanted]
+            marks = ", ".join("?" for _ in sqlite_kinds)
+            rows = self.fetch(f"SELECT name FROM sqlite_master WHERE type IN ({marks}) "
+                              "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+                              sqlite_kinds)
             return [r[0] for r in rows]
+        marks = ", ".join(ph for _ in wanted)
+        params: list[Any] = list(wanted)
         if d == "mariadb":
-            rows = self.fetch("SELECT table_name FROM information_schema.tables "
-                              "WHERE table_schema = DATABASE() AND table_type = 'BASE TABLE' "
-                              "ORDER BY table_name")
+            sql = ("SELECT table_name FROM information_schema.tables WHERE table_schema = "
+                   f"DATABASE() AND table_type IN ({marks})")
+            for pattern in (schema_pattern, catalog_pattern):
+                if pattern is not None:
+                    sql += f" AND table_schema LIKE {ph}"
+                    params.append(pattern)
+            rows = self.fetch(sql + " ORDER BY table_name", params)
             return [r[0] for r in rows]
-        rows = self.fetch(
-            "SELECT table_schema, table_name, table_schema = current_schema() "
-            "FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
-            "AND table_schema NOT IN ('pg_catalog', 'information_schema') "
-            "AND table_schema NOT LIKE 'pg\\_toast%' ORDER BY 1, 2")
+        sql = ("SELECT table_schema, table_name, table_schema = current_schema() "
+               f"FROM information_schema.tables WHERE table_type IN ({marks}) "
+               "AND table_schema NOT IN ('pg_catalog', 'information_schema') "
+               "AND table_schema NOT LIKE 'pg\\_toast%%'")
+        if schema_pattern is not None:
+            sql += f" AND table_schema LIKE {ph}"
+            params.append(schema_pattern)
+        if catalog_pattern is not None:
+            sql += f" AND table_catalog LIKE {ph}"
+            params.append(catalog_pattern)
+        rows = self.fetch(sql + " ORDER BY 1, 2", params)
         return sorted(t if default else f"{s}.{t}" for s, t, default in rows)
 
     def _schema_and_name(self, table: str) -> tuple[str | None, str]:
@@ -304,6 +331,19 @@ class Catalog:
         micros = micros_of(value)
         assert micros is not None
         return micros
+
+
+def _sqlite_like(name: str, *patterns: str | None) -> bool:
+    """SQL LIKE of `name` against each pattern given (case-insensitive, as SQLite's)."""
+    import re
+
+    for p in patterns:
+        if p is None:
+            continue
+        rx = "".join(".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in p)
+        if not re.fullmatch(rx, name, re.IGNORECASE | re.DOTALL):
+            return False
+    return True
 
 
 def _is_auth_failure(text: str) -> bool:

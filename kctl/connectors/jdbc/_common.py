@@ -73,10 +73,13 @@ class Dialect:
     debian_package: str
     quote: str
     python_module: str
+    quoting: bool = True  # quote.sql.identifiers=always (never: names written bare)
 
     def quote_identifier(self, name: str) -> str:
-        """Always quoted, with the quote character doubled: a table or column named like
-        SQL (`x"; DROP TABLE t; --`) stays a name."""
+        """Quoted, with the quote character doubled: a table or column named like SQL
+        (`x"; DROP TABLE t; --`) stays a name. Bare with quote.sql.identifiers=never."""
+        if not self.quoting:
+            return name
         return self.quote + name.replace(self.quote, self.quote * 2) + self.quote
 
     def table(self, name: str) -> str:
@@ -237,7 +240,9 @@ def split_table(name: str) -> list[str]:
 
 
 def redact_url(url: str) -> str:
-    """A URL with its `password=` parameter hidden, for messages and logs."""
+    """A URL with its `password=` parameter and its `user:password@` hidden, for messages
+    and logs."""
+    url = re.sub(r"(://[^/?#@:\s]*:)[^/?#@\s]+@", r"\1" + Password.HIDDEN + "@", url)
     return re.sub(r"(?i)(password=)[^&;]*", r"\1" + Password.HIDDEN, url)
 
 

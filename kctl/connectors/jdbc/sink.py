@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import time
@@ -71,6 +72,7 @@ from kctl.connectors.jdbc._common import (
     redact_url,
     spark_url,
 )
+from kctl.connectors.jdbc._confluent import QUOTE_NEVER, confluent_problems, sink_config_def
 from kctl.connectors.jdbc._sink_sql import (
     STAGING_DELETE,
     STAGING_ROW,
@@ -147,7 +149,7 @@ CONFIG_DEF = connection_config_def().merge(
             NonEmptyString(), Importance.LOW,
             "The table exactly_once keeps consumer offsets in (created when missing).",
             group=DELIVERY_GROUP)
-)
+).merge(sink_config_def())  # Confluent's other keys: accepted, or refused with the reason
 
 
 class JdbcSinkError(ConnectError):
@@ -178,7 +180,7 @@ def config_problems(props: Mapping[str, Any]) -> dict[str, str]:
                             f"offset), got {len(fields)}")
     if pk_mode == PK_NONE and fields:
         out["pk.fields"] = "pk.fields needs a pk.mode other than none"
-    return out
+    return {**confluent_problems(props, source=False), **out}
 
 
 class JdbcSinkConnector(SinkConnector):
@@ -366,6 +368,8 @@ class JdbcSinkTask(SinkTask):
             raise JdbcSinkError(f"Invalid configuration {key}: {problem}")
         self.url: str = c["connection.url"]
         self.dialect: Dialect = dialect_for(self.url)
+        if c["quote.sql.identifiers"].lower() == QUOTE_NEVER:
+            self.dialect = dataclasses.replace(self.dialect, quoting=False)
         self.user: str | None = c["connection.user"]
         self.password = c["connection.password"]
         self.attempts: int = max(1, c["connection.attempts"])

@@ -20,6 +20,7 @@ Beyond the reference:
 from __future__ import annotations
 
 import collections
+import dataclasses
 import datetime as _dt
 import decimal
 import json
@@ -77,6 +78,16 @@ from kctl.connectors.jdbc._common import (
 from kctl.connectors.jdbc._common import (
     connection_config_def as _connection_config_def,
 )
+from kctl.connectors.jdbc._confluent import (
+    CONFLUENT_SOURCE_TABLE_TYPES,
+    ISOLATION_MODES,
+    QUOTE_NEVER,
+    confluent_problems,
+    isolation_statement,
+    shared_config_def,
+    source_refused_def,
+)
+from kctl.errors import ConfigError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -119,6 +130,9 @@ class RegexList:
 
 
 MODE_GROUP, TABLES_GROUP, POLL_GROUP = "Mode", "Tables", "Polling"
+# the keys that choose the tables, named when none matches
+TABLE_FILTERS = ("table.include.list", "table.whitelist", "table.exclude.list",
+                 "table.blacklist", "schema.pattern", "catalog.pattern", "table.types")
 
 CONFIG_DEF: ConfigDef = (
     _connection_config_def()
@@ -194,6 +208,64 @@ CONFIG_DEF: ConfigDef = (
             group=POLL_GROUP, doc=(
                 "Spark partitions (parallel JDBC connections) per snapshot read; 0: the "
                 "engine's default parallelism."))
+    # Confluent's other keys: implemented with its meaning, or refused by _confluent
+    .merge(shared_config_def())
+    .merge(source_refused_def())
+    .define("table.whitelist", ConfigType.LIST, [], importance=Importance.MEDIUM,
+            group=TABLES_GROUP, doc=(
+                "Legacy form of table.include.list: table names (not patterns), `table` or "
+                "`schema.table`. Not with table.blacklist or the include/exclude lists."))
+    .define("table.blacklist", ConfigType.LIST, [], importance=Importance.MEDIUM,
+            group=TABLES_GROUP, doc=(
+                "Legacy form of table.exclude.list: table names never read. Not with "
+                "table.whitelist or the include/exclude lists."))
+    .define("schema.pattern", ConfigType.STRING, None, importance=Importance.MEDIUM,
+            group=TABLES_GROUP, doc=(
+                "SQL LIKE pattern (%, _) of the schemas whose tables are listed; unset: every "
+                "schema; empty: tables without a schema (none in PostgreSQL). MariaDB and "
+                "SQLite: matched against the URL's database (MariaDB) or `main` (SQLite)."))
+    .define("catalog.pattern", ConfigType.STRING, None, importance=Importance.MEDIUM,
+            group=TABLES_GROUP, doc=(
+                "SQL LIKE pattern of the catalog (the database: PostgreSQL and MariaDB read "
+                "the URL's database only, so a pattern it does not match lists no table; "
+                "SQLite's is `main`); unset: no restriction."))
+    .define("table.types", ConfigType.LIST, ["TABLE"], importance=Importance.LOW,
+            group=TABLES_GROUP, doc=(
+                "Which kinds of tables are listed: TABLE (base tables) and/or VIEW. "
+                f"Confluent's others ({', '.join(CONFLUENT_SOURCE_TABLE_TYPES[2:])}) are "
+                "refused."))
+    .define("validate.non.null", ConfigType.BOOLEAN, True, importance=Importance.LOW,
+            group=MODE_GROUP, doc=(
+                "A table whose incrementing column is nullable, or whose timestamp columns "
+                "are all nullable, fails the task (rows with nulls there would never be "
+                "read); false reads it anyway."))
+    .define("numeric.precision.mapping", ConfigType.BOOLEAN, False, importance=Importance.LOW,
+            group=POLL_GROUP, doc=(
+                "Deprecated by Confluent: true means numeric.mapping=precision_only when "
+                "numeric.mapping is not set."))
+    .define("query.suffix", ConfigType.STRING, "", importance=Importance.LOW,
+            group=POLL_GROUP, doc="Text appended to every SELECT that reads rows.")
+    .define("query.masked", ConfigType.PASSWORD, None, importance=Importance.MEDIUM,
+            group=TABLES_GROUP, doc=(
+                "`query`, masked in every answer and log (for a query that holds a "
+                "secret). Not with `query`."))
+    .define("query.retry.attempts", ConfigType.INT, -1, Range.at_least(-1), Importance.LOW,
+            group=POLL_GROUP, doc=(
+                "Times a failed read of a table is retried (connection.backoff.ms apart) "
+                "before the task fails; -1: forever, as Confluent's default."))
+    .define("poll.linger.ms", ConfigType.LONG, 5000, Range.at_least(0), Importance.LOW,
+            group=POLL_GROUP, doc=(
+                "Longest an empty poll waits for rows before it returns (kctl's own cap is "
+                "one second, so the runtime still commits offsets and notices pauses)."))
+    .define("table.monitoring.startup.polling.limit.ms", ConfigType.LONG, 10_000,
+            Range.at_least(0), Importance.LOW, group=TABLES_GROUP, doc=(
+                "How long starting waits for the first list of tables: kctl lists them "
+                "before the connector's start returns, so no start waits on a later list."))
+    .define("transaction.isolation.mode", ConfigType.STRING, "DEFAULT",
+            ValidString.in_(*ISOLATION_MODES), Importance.LOW, group=POLL_GROUP, doc=(
+                "Isolation level of the sessions that read: DEFAULT (the database's), "
+                "READ_UNCOMMITED, READ_COMMITED, REPEATABLE_READ or SERIALIZABLE "
+                "(Confluent's spelling); SQLite takes DEFAULT or SERIALIZABLE."))
 )
 
 
@@ -223,28 +295,68 @@ class _Settings:
     granularity: str
     snapshot: bool
     partitions: int
+    # Confluent's further keys (kctl.connectors.jdbc._confluent refuses what is not here)
+    table_types: tuple[str, ...] = ("TABLE",)
+    schema_pattern: str | None = None
+    catalog_pattern: str | None = None
+    validate_non_null: bool = True
+    suffix: str = ""
+    retries: int = -1
+    linger_ms: int = 5000
+    isolation: str = "DEFAULT"
 
     @classmethod
     def parse(cls, props: Mapping[str, Any]) -> _Settings:
         c = CONFIG_DEF.parse(props)
+        problems = confluent_problems(props, source=True)
+        if problems:
+            key, problem = next(iter(problems.items()))
+            raise ConfigError(f"Invalid configuration {key}: {problem}", key=key)
         url = c["connection.url"]
+        dialect = dialect_for(url)
+        if c["quote.sql.identifiers"].lower() == QUOTE_NEVER:
+            dialect = dataclasses.replace(dialect, quoting=False)
+        masked = c["query.masked"]
+        query = c["query"].strip() or (masked.value().strip() if masked is not None else "")
+        mapping = c["numeric.mapping"].lower()
+        if "numeric.mapping" not in props and c["numeric.precision.mapping"]:
+            mapping = "precision_only"  # Confluent's deprecated spelling of it
+        include = [re.escape(n) for n in c["table.whitelist"]] or c["table.include.list"]
+        exclude = [re.escape(n) for n in c["table.blacklist"]] or c["table.exclude.list"]
         return cls(
-            dialect=dialect_for(url), url=url, user=c["connection.user"],
+            dialect=dialect, url=url, user=c["connection.user"],
             password=c["connection.password"], attempts=c["connection.attempts"],
             backoff_ms=c["connection.backoff.ms"], mode=c["mode"].lower(),
             inc_column=c["incrementing.column.name"].strip(),
             ts_columns=tuple(c["timestamp.column.name"]), ts_initial=c["timestamp.initial"],
             delay_ms=c["timestamp.delay.interval.ms"],
-            include=tuple(re.compile(p) for p in c["table.include.list"]),
-            exclude=tuple(re.compile(p) for p in c["table.exclude.list"]),
-            query=c["query"].strip(), prefix=c["topic.prefix"],
+            include=tuple(re.compile(p) for p in include),
+            exclude=tuple(re.compile(p) for p in exclude),
+            query=query, prefix=c["topic.prefix"],
             table_poll_ms=c["table.poll.interval.ms"], poll_ms=c["poll.interval.ms"],
-            batch_rows=c["batch.max.rows"], numeric_mapping=c["numeric.mapping"].lower(),
-            granularity=c["timestamp.granularity"].lower(), snapshot=c["snapshot.initial"], partitions=c["snapshot.partitions"])
+            batch_rows=c["batch.max.rows"], numeric_mapping=mapping,
+            granularity=c["timestamp.granularity"].lower(),
+            snapshot=c["snapshot.initial"], partitions=c["snapshot.partitions"],
+            table_types=tuple(t.strip().upper() for t in c["table.types"]) or ("TABLE",),
+            schema_pattern=c["schema.pattern"], catalog_pattern=c["catalog.pattern"],
+            validate_non_null=c["validate.non.null"], suffix=c["query.suffix"].strip(),
+            retries=c["query.retry.attempts"], linger_ms=c["poll.linger.ms"],
+            isolation=c["transaction.isolation.mode"].upper())
+
+    @property
+    def session_init(self) -> list[str]:
+        """Statements every reading session starts with: UTC, the isolation level."""
+        out = [SESSION_INIT[self.dialect.name]] if self.dialect.name in SESSION_INIT else []
+        iso = isolation_statement(self.dialect.name, self.isolation)
+        return out + ([iso] if iso else [])
 
     def catalog(self, stop: threading.Event | None = None) -> Catalog:
         return Catalog(self.dialect, self.url, self.user, self.password, self.attempts,
-                       self.backoff_ms, stop)
+                       self.backoff_ms, stop, session_init=self.session_init)
+
+    def tables(self, catalog: Catalog) -> list[str]:
+        """The tables table.types, schema.pattern and catalog.pattern let through."""
+        return catalog.tables(self.table_types, self.schema_pattern, self.catalog_pattern)
 
     def wanted(self, table: str) -> bool:
         """Whether the include/exclude lists let `table` through (whole-name matches)."""
@@ -339,7 +451,7 @@ class JdbcSourceConnector(SourceConnector):
                    if p.strip()]
         if mode in (TIMESTAMP, TIMESTAMP_INCREMENTING) and not ts_cols:
             err("timestamp.column.name", f"mode {mode} needs timestamp.column.name")
-        query = str(props.get("query") or "").strip()
+        query = str(props.get("query") or props.get("query.masked") or "").strip()
         if query:
             for key in ("table.include.list", "table.exclude.list"):
                 if str(props.get(key) or "").strip():
@@ -351,6 +463,8 @@ class JdbcSourceConnector(SourceConnector):
                 err("incrementing.column.name",
                     f"mode {mode} with `query` needs incrementing.column.name (a query has no "
                     "primary key to take it from)")
+        for key, problem in confluent_problems(props, source=True).items():
+            err(key, problem)
         url = props.get("connection.url")
         if url and not by_name["connection.url"].errors:
             dialect = dialect_for(str(url))
@@ -380,7 +494,7 @@ class JdbcSourceConnector(SourceConnector):
 
     def _list(self) -> list[str]:
         assert self._catalog is not None and self._settings is not None
-        return [t for t in self._catalog.tables() if self._settings.wanted(t)]
+        return [t for t in self._settings.tables(self._catalog) if self._settings.wanted(t)]
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         s = self._settings
@@ -391,11 +505,32 @@ class JdbcSourceConnector(SourceConnector):
         with self._lock:
             self._assigned = tuple(tables)
             self._requested = None
-        if not tables:
-            log.warning("No table matches table.include.list/table.exclude.list yet; "
-                        "tasks start when one appears")
+        self._warn(None if tables else self._no_table_message())
         return [{**self._props, TASK_TABLES: json.dumps(g)}
                 for g in group_tables(tables, max_tasks)]
+
+    def _no_table_message(self) -> str:
+        """Why no task runs, with what there is to match (a typo shows at once)."""
+        s = self._settings
+        assert s is not None and self._catalog is not None
+        try:
+            there = s.tables(self._catalog)
+        except Exception:  # the listing that just worked failed now: say less
+            there = []
+        lists = ", ".join(f"{k}={v}" for k in TABLE_FILTERS if (v := self._props.get(k)))
+        shown = ", ".join(there[:20]) + (f" and {len(there) - 20} more" if len(there) > 20
+                                         else "")
+        return (f"No table of {redact_url(s.url)} matches "
+                f"{lists or 'the configured tables'}, so no task runs; tasks start when one "
+                f"appears (checked every table.poll.interval.ms). Tables there: "
+                f"{shown or '(none)'}")
+
+    def _warn(self, message: str | None) -> None:
+        warn = getattr(getattr(self, "context", None), "warn", None)
+        if warn is not None:
+            warn(message)
+        elif message:
+            log.warning("%s", message)
 
     def _watch(self) -> None:
         """Kafka Connect's table monitoring thread: list the tables every
@@ -518,8 +653,8 @@ class JdbcSourceTask(SourceTask):
         self._catalog.check()
         self._opts = d.spark_options(s.url, s.user, s.password)
         self._opts["fetchsize"] = str(min(s.batch_rows, 10_000))
-        if d.name in SESSION_INIT:
-            self._opts["sessionInitStatement"] = SESSION_INIT[d.name]
+        if s.session_init:
+            self._opts["sessionInitStatement"] = _one_statement(d.name, s.session_init)
         if s.query:
             self._tables = [_Table(None, {"query": s.query}, s.prefix, f"({s.query}) kctl_q",
                                    inc=s.inc_column or None, label="the query")]
@@ -566,6 +701,8 @@ class JdbcSourceTask(SourceTask):
             if col not in names:
                 raise ConnectError(f"Table {name} has no column {col!r} (mode {s.mode} reads "
                                    f"it); its columns are {sorted(names)}")
+        if s.validate_non_null:
+            self._check_non_null(name, by_name, inc)
         chunk = None
         if len(key) == 1 and by_name[key[0]].integer:
             chunk = key[0]
@@ -583,6 +720,22 @@ class JdbcSourceTask(SourceTask):
                                if c.read_as_text)
         return _Table(name, {"table": name}, s.prefix + name, d.table(name), columns, key,
                       inc, chunk, custom, label=name)
+
+    def _check_non_null(self, name: str, by_name: Mapping[str, Column], inc: str | None) -> None:
+        """validate.non.null (Confluent's check): rows whose incrementing column, or every
+        timestamp column, is null would never be read, so such a table fails the task."""
+        s = self.s
+        if s.uses_incrementing and inc is not None and by_name[inc].nullable:
+            raise ConnectError(
+                f"Cannot make incremental queries using incrementing column {inc} on {name} "
+                "because this column is nullable (set validate.non.null=false to read it "
+                "anyway: rows where it is null are never read)")
+        if s.uses_timestamp and all(by_name[c].nullable for c in s.ts_columns):
+            raise ConnectError(
+                f"Cannot make incremental queries using timestamp columns "
+                f"{','.join(s.ts_columns)} on {name} because all of these columns are "
+                "nullable (set validate.non.null=false to read it anyway: rows where they "
+                "are null are never read)")
 
     def _resume(self, t: _Table, off: Mapping[str, Any] | None) -> None:
         """Where to start: the stored offset, else a snapshot (or the very start)."""
@@ -740,7 +893,7 @@ class JdbcSourceTask(SourceTask):
     def _idle_wait(self) -> float:
         """How long an empty poll waits: until a table is due, at most a second so the
         runtime's loop still commits offsets and notices pauses."""
-        cap = min(self.s.poll_ms / 1000, _MAX_IDLE_S)
+        cap = min(self.s.poll_ms / 1000, self.s.linger_ms / 1000, _MAX_IDLE_S)
         if not self._tables:
             return cap
         return max(0.0, min(min(t.next_poll for t in self._tables) - self._clock(), cap))
@@ -778,10 +931,12 @@ class JdbcSourceTask(SourceTask):
                 self._tables.remove(t)
                 return []
             t.failures += 1
-            if t.failures >= self.s.attempts or self._stop.is_set():
+            retries = self.s.retries  # query.retry.attempts: -1 forever
+            if (0 <= retries < t.failures) or self._stop.is_set():
                 raise ConnectError(f"Reading {t.label} failed: {e}") from e
-            log.warning("Reading %s failed (attempt %d of %d; retrying in %.1f s): %s",
-                        t.label, t.failures, self.s.attempts, self.s.backoff_ms / 1000, e)
+            log.warning("Reading %s failed (attempt %d of %s; retrying in %.1f s): %s",
+                        t.label, t.failures, "unlimited" if retries < 0 else retries + 1,
+                        self.s.backoff_ms / 1000, e)
             t.next_poll = self._clock() + self.s.backoff_ms / 1000
             return []
         t.failures = 0
@@ -944,6 +1099,8 @@ class JdbcSourceTask(SourceTask):
         """The rows of `sql` as Arrow, sorted into offset order, with the rows that failed
         conversion set aside. A Spark read that fails is read again through the DB-API
         driver, row by row: rows that convert are kept, the others are reported."""
+        if self.s.suffix:
+            sql = f"{sql} {self.s.suffix}"  # query.suffix: after the whole SELECT
         self.reads += 1
         df: DataFrame | None = None
         try:
@@ -1176,6 +1333,18 @@ class _Rows:
 
     def column_ints(self, name: str) -> list[Any]:
         return pc.cast(self.table.column(name), pa.int64()).to_pylist()
+
+
+def _one_statement(dialect: str, statements: list[str]) -> str:
+    """Spark runs one sessionInitStatement: PostgreSQL's driver takes several separated by
+    `;`; MariaDB's does not (without allowMultiQueries), so there the isolation level is
+    set as a variable of the same SET."""
+    if len(statements) == 1:
+        return statements[0]
+    if dialect == "mariadb":
+        level = statements[1].rsplit("LEVEL ", 1)[1].replace(" ", "-")
+        return f"{statements[0]}, SESSION tx_isolation = '{level}'"
+    return "; ".join(statements)
 
 
 def _ddl_name(name: str) -> str:

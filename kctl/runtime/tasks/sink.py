@@ -177,12 +177,14 @@ class WorkerSinkTask(WorkerTask):
                 if polled:
                     self.counters.batch(sum(map(len, polled)))
                     self._deliver_columns(polled)
+                self.idle_release.tick(len(polled))
             else:
                 batch = self.consumer.poll_batch(self.max_poll_records, 0.2)
                 self._apply_rewinds()
                 if batch:
                     self.counters.batch(len(batch))
                     self._deliver(batch)
+                self.idle_release.tick(len(batch))
             now = self.clock()
             if now >= next_commit or self.commit_requested:
                 self.commit_requested = False

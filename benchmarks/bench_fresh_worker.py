@@ -38,11 +38,20 @@ from typing import Any
 
 import httpx
 import yaml
-from _cluster import broker_at, create_connector, failures, interruptible, status
+from _cluster import (
+    SpiedWorker,
+    broker_at,
+    cpu_seconds,
+    create_connector,
+    failures,
+    interruptible,
+    jvm_pid,
+    rss_mb,
+    status,
+)
 from _pipeline import CommittedLines, generate, make_value, verify_output
 from support.broker import free_port  # tests/ is on the path through _cluster
 from support.cluster import cluster_settings
-from support.worker import Worker
 
 POLL_S = 0.05
 
@@ -72,31 +81,6 @@ def worker_config(work: Path, port: int, mode: str, args: argparse.Namespace,
     return conf
 
 
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def jvm_pid(parent: int) -> int | None:
-    """The worker's Spark JVM: a java child of its process."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            with open(f"/proc/{entry}/comm") as f:
-                comm = f.read().strip()
-        except OSError:
-            continue
-        if int(fields[1]) == parent and comm == "java":
-            return int(entry)
-    return None
-
-
 def one_worker(root: Path, mode: str, n: int, args: argparse.Namespace,
                bootstrap: str | None) -> dict[str, Any]:
     work = root / f"worker-{mode}"
@@ -108,7 +92,7 @@ def one_worker(root: Path, mode: str, n: int, args: argparse.Namespace,
     staged_files = generate(staged, n, 4)
     indir.mkdir()
     (indir / "probe.jsonl").write_text(json.dumps(make_value(n)) + "\n")
-    worker = Worker(work, port)
+    worker = SpiedWorker(work, port, args.profile and f"{args.profile}.{mode}.txt")
     launched = time.perf_counter()
     worker.launch()
     try:
@@ -139,6 +123,8 @@ def one_worker(root: Path, mode: str, n: int, args: argparse.Namespace,
             if first is None and done >= 1:
                 first = now - created
                 arrived = time.perf_counter()
+                java = jvm_pid(worker.pid)
+                cpu_before = cpu_seconds(worker.pid), cpu_seconds(java)
                 for f in staged_files:
                     f.rename(indir / f.name)
             if done >= n + 1:
@@ -152,14 +138,15 @@ def one_worker(root: Path, mode: str, n: int, args: argparse.Namespace,
                                    + (work / "worker.log").read_text()[-3000:])
             time.sleep(POLL_S)
         end = time.perf_counter()
+        cpu = (cpu_seconds(worker.pid) - cpu_before[0], cpu_seconds(java) - cpu_before[1])
         check = verify_output(outdir, n + 1)
         time.sleep(args.idle)  # idle after the pipeline: what the worker keeps
-        java = jvm_pid(worker.proc.pid)
-        memory = (rss_mb(worker.proc.pid), rss_mb(java) if java else 0.0)
+        java = jvm_pid(worker.pid)
+        memory = (rss_mb(worker.pid), rss_mb(java) if java else 0.0)
         warm = [ln for ln in (work / "worker.log").read_text().splitlines()
                 if "Spark warm-up:" in ln or "SparkSession ready" in ln]
         return {"mode": mode, "rest_up": rest_up, "first": first, "n_seconds": end - arrived,
-                "from_creation": end - created, "check": check, "memory": memory,
+                "from_creation": end - created, "check": check, "memory": memory, "cpu": cpu,
                 "warm": [ln.split(": ", 1)[-1] for ln in warm]}
     finally:
         worker.stop()
@@ -180,6 +167,9 @@ def main() -> None:
     parser.add_argument("--broker", action="store_true",
                         help="a one-worker cluster on the test broker (started here)")
     parser.add_argument("--bootstrap", help="a one-worker cluster on this broker")
+    parser.add_argument("--profile", metavar="PREFIX",
+                        help="run each worker under py-spy (raw collapsed stacks in PREFIX.MODE.txt, "
+                             "for profile_summary.py; pip install py-spy)")
     args = parser.parse_args()
     n = args.records
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -199,7 +189,8 @@ def main() -> None:
                 print(f"  spark.start {mode:<5} run {k + 1}: REST up {r['rest_up']:.1f} s; "
                       f"first record {r['first']:.2f} s; {n:,} records {r['n_seconds']:.2f} s "
                       f"({n / r['n_seconds']:,.0f}/s), {r['from_creation']:.2f} s from "
-                      f"creation; idle RSS python {r['memory'][0]:.0f} MB, JVM "
+                      f"creation; CPU during the N records: python {r['cpu'][0]:.1f} s, JVM "
+                      f"{r['cpu'][1]:.1f} s; idle RSS python {r['memory'][0]:.0f} MB, JVM "
                       f"{r['memory'][1]:.0f} MB; {r['check']}", flush=True)
                 for line in r["warm"]:
                     print(f"      {line}")

@@ -35,10 +35,18 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from _cluster import create_connector, delete_connector, failures, interruptible, status
+from _cluster import (
+    SpiedWorker,
+    cpu_seconds,
+    create_connector,
+    delete_connector,
+    failures,
+    interruptible,
+    jvm_pid,
+    status,
+)
 from bench_jdbc_sink import COLUMNS, Database, copy, jdbc_sink, make_table, verify
 from support.broker import free_port  # tests/ is on the path through _cluster
-from support.worker import Worker
 
 WARMUP_ROWS = 20_000
 
@@ -58,9 +66,9 @@ def count(db: Database, table: str) -> int:
         return 0
 
 
-def start_worker(work: Path) -> Worker:
+def start_worker(work: Path, profile: str | None) -> SpiedWorker:
     port = free_port()
-    worker = Worker(work, port)
+    worker = SpiedWorker(work, port, profile)
     (work / "worker.yaml").write_text(json.dumps({
         "state.dir": str(work / "state"), "listeners": worker.url,
         "spark.master": "local[2]", "spark.driver.memory": "2g",
@@ -80,7 +88,7 @@ def spark_ready(work: Path) -> bool:
     return "Spark warm-up:" in (work / "worker.log").read_text()
 
 
-def pipeline(worker: Worker, db: Database, source_table: str, n: int, label: str,
+def pipeline(worker: SpiedWorker, db: Database, source_table: str, n: int, label: str,
              mode: str) -> float:
     """Create JdbcSource (bulk) and JdbcSink; seconds until the target holds N rows."""
     target = f"{label}_out"
@@ -116,13 +124,6 @@ def pipeline(worker: Worker, db: Database, source_table: str, n: int, label: str
     return seconds
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and its children that it waited for."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", "-n", type=int, default=None,
@@ -130,6 +131,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="runs of each (default 1)")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--modes", default="insert,upsert")
+    parser.add_argument("--profile", metavar="PREFIX",
+                        help="run the worker under py-spy (raw collapsed stacks in PREFIX, "
+                             "for profile_summary.py; pip install py-spy)")
     parser.add_argument("--url", default="jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres")
     args = parser.parse_args()
     n = args.records or (50_000 if args.quick else 1_000_000)
@@ -144,7 +148,7 @@ def main() -> None:
             print(f"table -> topic -> table through a kctl worker process: PostgreSQL, {n:,} "
                   f"rows x 5 columns; {os.cpu_count()} CPU(s); python "
                   f"{sys.version.split()[0]}", flush=True)
-            worker = start_worker(work)
+            worker = start_worker(work, args.profile)
             try:
                 t = time.perf_counter()
                 while not spark_ready(work) and time.perf_counter() - t < 300:
@@ -156,12 +160,15 @@ def main() -> None:
                       flush=True)
                 for k in range(args.runs):
                     for mode in modes:
-                        cpu = cpu_seconds(worker.proc.pid)
+                        java = jvm_pid(worker.pid)
+                        cpu = cpu_seconds(worker.pid), cpu_seconds(java)
                         seconds = pipeline(worker, db, "src", n, f"{mode}_{k}", mode)
-                        cpu = cpu_seconds(worker.proc.pid) - cpu
+                        cpu = (cpu_seconds(worker.pid) - cpu[0],
+                               cpu_seconds(java) - cpu[1])
                         pipeline_s[mode].append(seconds)
                         print(f"  run {k + 1} worker {mode}: {seconds:.2f} s "
-                              f"({n / seconds:,.0f} rows/s; worker process CPU {cpu:.1f} s); "
+                              f"({n / seconds:,.0f} rows/s; CPU: worker python {cpu[0]:.1f} s, its "
+                              f"JVM {cpu[1]:.1f} s); "
                               "every id exactly once", flush=True)
             finally:
                 worker.stop()

@@ -70,6 +70,11 @@ _DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",  # the progress bar corrupts CLI output
     "spark.app.name": "kctl",
     "spark.sql.session.timeZone": "UTC",  # Connect timestamps are UTC epoch millis
+    # An idle worker gives heap back: G1 collects every 30 s when nothing else ran one and
+    # shrinks the heap to at most 40% free (the JVM kept 450-650 MB idle after a pipeline).
+    # The defaultJavaOptions slot, so a user's spark.driver.extraJavaOptions add to it.
+    "spark.driver.defaultJavaOptions":
+        "-XX:G1PeriodicGCInterval=30000 -XX:MaxHeapFreeRatio=40 -XX:MinHeapFreeRatio=15",
 }
 
 

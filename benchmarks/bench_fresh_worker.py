@@ -5,12 +5,13 @@ worker that is up -> first record in the sink's output <= 3 s; the first 400k re
 to end >= 0.5 of a raw Python copy of the same lines, 2M >= 0.8).
 
     python benchmarks/bench_fresh_worker.py [--records 400000] [--up 20]
-        [--modes eager,lazy] [--runs 1] [--bootstrap HOST:PORT | --broker]
+        [--modes eager,lazy] [--runs 1] [--on embedded,broker] [--bootstrap HOST:PORT]
+        [--profile PREFIX]
 
 For each `spark.start` mode (each a fresh worker process, one after the other):
 
-1. `kctl worker start` (standalone on the embedded log; with `--broker` or `--bootstrap`, a
-   one-worker cluster on a broker), and `--up` seconds of waiting once its REST API answers
+1. `kctl worker start` (`--on embedded`: standalone on the embedded log; `--on broker`: a
+   one-worker cluster on the test broker or `--bootstrap`), and `--up` seconds of waiting once its REST API answers
    (a user types the next command);
 2. FileSource and exactly-once FileSink (JSON, the connectors' defaults but
    rotate.interval.ms 1000) are created on a directory holding one probe line: **first
@@ -82,8 +83,8 @@ def worker_config(work: Path, port: int, mode: str, args: argparse.Namespace,
 
 
 def one_worker(root: Path, mode: str, n: int, args: argparse.Namespace,
-               bootstrap: str | None) -> dict[str, Any]:
-    work = root / f"worker-{mode}"
+               bootstrap: str | None, place: str) -> dict[str, Any]:
+    work = root / f"worker-{place}-{mode}"
     work.mkdir(parents=True)
     port = free_port()
     (work / "worker.yaml").write_text(yaml.safe_dump(worker_config(work, port, mode, args,
@@ -92,7 +93,7 @@ def one_worker(root: Path, mode: str, n: int, args: argparse.Namespace,
     staged_files = generate(staged, n, 4)
     indir.mkdir()
     (indir / "probe.jsonl").write_text(json.dumps(make_value(n)) + "\n")
-    worker = SpiedWorker(work, port, args.profile and f"{args.profile}.{mode}.txt")
+    worker = SpiedWorker(work, port, args.profile and f"{args.profile}.{place}.{mode}.txt")
     launched = time.perf_counter()
     worker.launch()
     try:
@@ -145,7 +146,7 @@ def one_worker(root: Path, mode: str, n: int, args: argparse.Namespace,
         memory = (rss_mb(worker.pid), rss_mb(java) if java else 0.0)
         warm = [ln for ln in (work / "worker.log").read_text().splitlines()
                 if "Spark warm-up:" in ln or "SparkSession ready" in ln]
-        return {"mode": mode, "rest_up": rest_up, "first": first, "n_seconds": end - arrived,
+        return {"place": place, "mode": mode, "rest_up": rest_up, "first": first, "n_seconds": end - arrived,
                 "from_creation": end - created, "check": check, "memory": memory, "cpu": cpu,
                 "warm": [ln.split(": ", 1)[-1] for ln in warm]}
     finally:
@@ -164,44 +165,57 @@ def main() -> None:
     parser.add_argument("--modes", default="eager,lazy", help="spark.start modes to compare")
     parser.add_argument("--runs", type=int, default=1, help="workers per mode")
     parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--broker", action="store_true",
-                        help="a one-worker cluster on the test broker (started here)")
-    parser.add_argument("--bootstrap", help="a one-worker cluster on this broker")
+    parser.add_argument("--on", default="embedded",
+                        help="where, comma-separated: embedded (a standalone worker on the "
+                             "embedded log), broker (a one-worker cluster on the test broker, "
+                             "started here, or on --bootstrap)")
+    parser.add_argument("--bootstrap", help="the broker for --on broker")
     parser.add_argument("--profile", metavar="PREFIX",
-                        help="run each worker under py-spy (raw collapsed stacks in PREFIX.MODE.txt, "
-                             "for profile_summary.py; pip install py-spy)")
+                        help="run each worker under py-spy (raw collapsed stacks in "
+                             "PREFIX.WHERE.MODE.txt, for profile_summary.py; pip install py-spy)")
     args = parser.parse_args()
     n = args.records
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    places = [p.strip() for p in args.on.split(",") if p.strip()]
     results = []
     with interruptible(), tempfile.TemporaryDirectory(prefix="kctl-bench-fresh-") as tmp, \
-            (broker_at(args.bootstrap) if args.broker or args.bootstrap
+            (broker_at(args.bootstrap) if "broker" in places
              else contextlib.nullcontext(None)) as bootstrap:
         root = Path(tmp)
-        where = f"one-worker cluster on {bootstrap}" if bootstrap else "standalone, embedded log"
-        print(f"fresh kctl worker start ({where}), spark.master {args.master}; {n:,} JSON "
-              f"lines in 4 files after a 1-line probe; connectors created {args.up:.0f} s "
-              f"after REST is up; {os.cpu_count()} CPU(s)", flush=True)
+        print(f"fresh kctl worker start ({', '.join(places)}), spark.master {args.master}; "
+              f"{n:,} JSON lines in 4 files after a 1-line probe; connectors created "
+              f"{args.up:.0f} s after REST is up; {os.cpu_count()} CPU(s)", flush=True)
         for k in range(args.runs):
-            for mode in modes:
-                r = one_worker(root, mode, n, args, bootstrap)
-                results.append(r)
-                print(f"  spark.start {mode:<5} run {k + 1}: REST up {r['rest_up']:.1f} s; "
-                      f"first record {r['first']:.2f} s; {n:,} records {r['n_seconds']:.2f} s "
-                      f"({n / r['n_seconds']:,.0f}/s), {r['from_creation']:.2f} s from "
-                      f"creation; CPU during the N records: python {r['cpu'][0]:.1f} s, JVM "
-                      f"{r['cpu'][1]:.1f} s; idle RSS python {r['memory'][0]:.0f} MB, JVM "
-                      f"{r['memory'][1]:.0f} MB; {r['check']}", flush=True)
-                for line in r["warm"]:
-                    print(f"      {line}")
+            for place in places:
+                for mode in modes:
+                    r = one_worker(root, mode, n, args, bootstrap if place == "broker" else None,
+                                   place)
+                    results.append(r)
+                    print(f"  {place} spark.start {mode:<5} run {k + 1}: REST up "
+                          f"{r['rest_up']:.1f} s; first record {r['first']:.2f} s; {n:,} "
+                          f"records {r['n_seconds']:.2f} s ({n / r['n_seconds']:,.0f}/s), "
+                          f"{r['from_creation']:.2f} s from creation; CPU during the N "
+                          f"records: python {r['cpu'][0]:.1f} s, JVM {r['cpu'][1]:.1f} s; idle "
+                          f"RSS python {r['memory'][0]:.0f} MB, JVM {r['memory'][1]:.0f} MB; "
+                          f"{r['check']}", flush=True)
+                    for line in r["warm"]:
+                        print(f"      {line}")
         paths = generate(root / "raw-in", n, 4)
         raw = min(raw_copy(paths, root / "raw-out.jsonl") for _ in range(3))
     print(f"\n  raw Python copy (json.loads + json.dumps per line, best of 3): {raw:.2f} s "
           f"({n / raw:,.0f}/s)")
     for r in results:
-        print(f"  spark.start {r['mode']:<5}: first record {r['first']:.2f} s (target <= 3); "
-              f"{n:,} records / raw copy {raw / r['n_seconds']:.2f}, from creation "
-              f"{raw / r['from_creation']:.2f}")
+        print(f"  {r['place']} spark.start {r['mode']:<5}: first record {r['first']:.2f} s "
+              f"(target <= 3); {n:,} records / raw copy {raw / r['n_seconds']:.2f}, from "
+              f"creation {raw / r['from_creation']:.2f}; CPU-s per 100k records "
+              f"{sum(r['cpu']) * 100_000 / n:.1f}")
+    for mode in modes:
+        by = {r["place"]: r for r in results if r["mode"] == mode}
+        if "embedded" in by and "broker" in by:
+            print(f"  spark.start {mode}: broker / embedded records/s "
+                  f"{by['embedded']['n_seconds'] / by['broker']['n_seconds']:.2f}, CPU-s "
+                  f"{sum(by['embedded']['cpu']) / sum(by['broker']['cpu']):.2f} "
+                  "(last runs; target >= 0.85)")
     if any(not r["check"].startswith("output verified") for r in results):
         raise SystemExit("OUTPUT MISMATCH: the figures above do not count")
 

@@ -184,16 +184,20 @@ def main() -> None:
                     jdbc_sink(engine, db, warm, 100_000, f"w{time.monotonic_ns()}")
                 upsert = {"insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id"}
                 task_s: dict[str, float] = {}
+                java = jvm_pid(os.getpid())
                 for mode in modes:
                     times = []
                     for k in range(max(1, args.runs)):
                         topic = f"task_{mode}_{k}"
+                        cpu = cpu_seconds(os.getpid()), cpu_seconds(java)
                         times.append(jdbc_sink(engine, db, data, 100_000, topic,
                                                **(upsert if mode == "upsert" else {})))
+                        cpu = cpu_seconds(os.getpid()) - cpu[0], cpu_seconds(java) - cpu[1]
                         verify(db, topic, n)
                     task_s[mode] = min(times)
                     print(f"  JdbcSink task alone {mode}: {task_s[mode]:.2f} s "
-                          f"({n / task_s[mode]:,.0f} rows/s)", flush=True)
+                          f"({n / task_s[mode]:,.0f} rows/s; CPU: python {cpu[0]:.1f} s, JVM "
+                          f"{cpu[1]:.1f} s)", flush=True)
             finally:
                 engine.stop()
             copies = []

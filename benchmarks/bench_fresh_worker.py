@@ -134,7 +134,7 @@ def one_worker(root: Path, mode: str, n: int, args: argparse.Namespace,
                 if bad := failures({name: status(worker, name) for name in ("src", "sink")}):
                     raise RuntimeError("\n".join(bad))
                 next_status = now + 1.0
-            if now - created > max(300, n / 1000):
+            if now - created > max(1200, n / 200):
                 raise TimeoutError(f"{done} of {n + 1} lines\n"
                                    + (work / "worker.log").read_text()[-3000:])
             time.sleep(POLL_S)

@@ -160,8 +160,9 @@ def main() -> None:
     parser.add_argument("--up", type=float, default=20.0,
                         help="seconds between the worker's REST API answering and the "
                              "connectors' creation")
-    parser.add_argument("--idle", type=float, default=5.0,
-                        help="seconds idle after the pipeline before memory is read")
+    parser.add_argument("--idle", type=float, default=45.0,
+                        help="seconds idle after the pipeline before memory is read (tasks "
+                             "release memory after 5 s idle, the JVM collects every 30 s)")
     parser.add_argument("--modes", default="eager,lazy", help="spark.start modes to compare")
     parser.add_argument("--runs", type=int, default=1, help="workers per mode")
     parser.add_argument("--master", default="local[2]")

@@ -162,7 +162,11 @@ class SparkEngine:
         try:
             self.spark()
         except Exception as e:  # the first task that needs Spark reports it, with its trace
-            log.warning("Starting Spark in the background failed (tasks will retry): %s", e)
+            if self._stopped:  # the worker is stopping (Ctrl-C reaches the JVM too)
+                log.debug("Spark's background start ended by the stop: %s", e)
+            else:
+                log.warning("Starting Spark in the background failed (tasks will retry): %s",
+                            e)
             return
         log.info("SparkSession ready in %.1f s; warming up", time.monotonic() - started)
         try:

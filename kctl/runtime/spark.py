@@ -11,6 +11,7 @@ commands never start a JVM.
 from __future__ import annotations
 
 import gc
+import importlib
 import logging
 import os
 import shutil
@@ -65,6 +66,11 @@ START_MODES = ("eager", "lazy")
 # task starts using the session (then user data goes first) or the time is up.
 WARM_UP_ROUNDS = 12
 WARM_UP_SECONDS = 30.0
+
+# What tasks and the warm-up import lazily (see SparkEngine.preload).
+_PRELOAD = ("pyarrow", "pyarrow.compute", "pyarrow.json", "pyarrow.parquet", "pyspark.sql",
+            "pyspark.sql.functions", "pyspark.sql.types", "pyspark.sql.pandas.conversion",
+            "pyspark.sql.pandas.serializers", "pyspark.sql.pandas.types")
 
 _DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",  # the progress bar corrupts CLI output
@@ -125,10 +131,10 @@ class SparkEngine:
         """Import pyspark's SQL modules in the calling thread. Task threads import them
         lazily, and two threads importing them at once can deadlock on Python's module
         locks (seen after a restart: "deadlock detected by _ModuleLock('pyspark.sql.types')"
-        failing a sink's first write), so the worker imports them once before any task runs."""
-        import pyspark.sql
-        import pyspark.sql.functions
-        import pyspark.sql.types  # noqa: F401
+        failing a sink's first write), so the worker imports them once before any task runs,
+        and before the background start's warm-up jobs import the Arrow side of pyspark."""
+        for name in _PRELOAD:
+            importlib.import_module(name)
 
     def spark(self) -> SparkSession:
         if not getattr(self._warming, "on", False):

@@ -28,6 +28,6 @@ def test_a_started_worker_builds_and_warms_spark_before_any_connector(tmp_path):
         assert "SparkSession ready" in text
         jobs = int(re.search(r"Spark warm-up: (\d+) jobs", text).group(1))
         assert jobs > 0, "the warm-up ran jobs while no task needed Spark"
-        assert json.loads(w.kctl("connector", "list", "-o", "json").stdout) == []
+        assert json.loads(w.kctl("connector", "list", "-o", "json").stdout) == {}
     finally:
         w.stop()

@@ -9,6 +9,7 @@ a CLI call is a new Python process (about a second here), too coarse a clock.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import statistics
 import subprocess
@@ -25,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from support.cluster import Cluster, ClusterWorker  # noqa: E402
+from support.worker import Worker  # noqa: E402
 
 
 @contextlib.contextmanager
@@ -179,3 +181,96 @@ def spread(values: list[float], fmt: str = "{:.2f}") -> str:
     if len(values) == 1:
         return med
     return f"{med} ({fmt.format(min(values))}-{fmt.format(max(values))})"
+
+
+# -- processes -------------------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU a process has used so far (0 when it is gone)."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mb(pid: int | None) -> float:
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def jvm_pid(parent: int) -> int | None:
+    """A worker's Spark JVM: the java child of its process (None before Spark starts)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/comm") as f:
+                comm = f.read().strip()
+        except OSError:
+            continue
+        if int(fields[1]) == parent and comm == "java":
+            return int(entry)
+    return None
+
+
+class SpiedWorker(Worker):
+    """A `kctl worker start` process run under `py-spy record` (raw collapsed stacks in
+    `profile`), when `profile` is set: here py-spy cannot attach to a running process, so
+    it starts the worker itself. `pid` is the worker's own process either way."""
+
+    def __init__(self, work: Path, port: int, profile: str | None = None):
+        super().__init__(work, port)
+        self.profile = profile
+
+    def launch(self, *connector_files: Path) -> None:
+        if not self.profile:
+            super().launch(*connector_files)
+            return
+        with open(self.work / "worker.log", "a") as log:
+            self.proc = subprocess.Popen(
+                ["py-spy", "record", "--threads", "--nonblocking", "--format", "raw",
+                 "-r", "50", "-o", self.profile, "--", sys.executable, "-m", "kctl.cli.main",
+                 "worker", "start", str(self.work / "worker.yaml"), *map(str, connector_files)],
+                stdout=log, stderr=subprocess.STDOUT, env=self.env)
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        if not self.profile:
+            return self.proc.pid
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+                    children = f.read().split()
+                if children:
+                    return int(children[0])
+            time.sleep(0.05)
+        raise RuntimeError("py-spy started no worker process")
+
+    def stop(self) -> None:
+        """SIGINT to the worker; py-spy writes its profile once the worker has exited."""
+        if self.profile and self.proc and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, RuntimeError):
+                os.kill(self.pid, signal.SIGINT)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+            return
+        super().stop()

@@ -285,6 +285,7 @@ def _serve(config_path: str | None, connector_files: list[str], console: Any, er
     try:
         if not stop.is_set():
             worker.start()
+            worker.spark.start_in_background()  # spark.start: eager (the default)
             where = (f"embedded log at {config.state_dir}" if config.embedded
                      else "Kafka " + ",".join(config.get_list(BOOTSTRAP_SERVERS_CONFIG)))
             if config.distributed:

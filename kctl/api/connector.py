@@ -219,7 +219,7 @@ class SinkTask(Task, ABC):
         """Records of one partition as a column, given only to tasks that override this.
 
         The runtime calls it instead of `put` for records it could decode as one column
-        (no transforms, no keys); a task that writes columns (Spark, Arrow) avoids a
+        (no transforms; keys, when every record has one, as a column too); a task that writes columns (Spark, Arrow) avoids a
         SinkRecord per record. It means exactly `put(batch.records())`.
         """
         self.put(batch.records())

@@ -183,11 +183,13 @@ class SourceBatch:
 
 @dataclass(frozen=True, slots=True)
 class SinkBatch:
-    """Consecutive records of one topic partition, decoded into one column, without keys.
+    """Consecutive records of one topic partition, decoded into columns.
 
-    Row i is `SinkRecord(topic, partition, None, None, value_schema, values[i],
+    Row i is `SinkRecord(topic, partition, key_schema, keys[i], value_schema, values[i],
     timestamps[i], headers[i], kafka_offset=offsets[i])`; `headers[i]` holds the raw
-    (name, bytes) pairs as they were on the log.
+    (name, bytes) pairs as they were on the log. `keys`, when not None, is a pyarrow Array
+    of `key_schema` (every record has a key, e.g. a table's primary key); None: no record
+    has one.
     """
 
     topic: str
@@ -197,6 +199,8 @@ class SinkBatch:
     headers: Sequence[tuple[tuple[str, bytes | None], ...]]
     value_schema: Schema
     values: Any  # pyarrow.Array
+    key_schema: Schema | None = None
+    keys: Any = None  # pyarrow.Array of key_schema, or None: no keys
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -209,19 +213,25 @@ class SinkBatch:
         stop = len(self) if stop is None else stop
         return SinkBatch(self.topic, self.partition, self.offsets[start:stop],
                          self.timestamps[start:stop], self.headers[start:stop],
-                         self.value_schema, self.values.slice(start, stop - start))
+                         self.value_schema, self.values.slice(start, stop - start),
+                         self.key_schema,
+                         None if self.keys is None else self.keys.slice(start, stop - start))
 
     def records(self) -> list[SinkRecord]:
         from kctl.api.arrow import array_to_connect
 
         topic, partition, schema = self.topic, self.partition, self.value_schema
+        ks = self.key_schema
+        keys = array_to_connect(self.keys, ks) if self.keys is not None and ks is not None \
+            else [None] * len(self)
         out = []
-        for off, ts, hs, v in zip(self.offsets, self.timestamps, self.headers,
-                                  array_to_connect(self.values, schema), strict=True):
+        for off, ts, hs, k, v in zip(self.offsets, self.timestamps, self.headers, keys,
+                                     array_to_connect(self.values, schema), strict=True):
             headers = Headers()
             for hk, hv in hs:
                 headers.add(hk, hv)
-            out.append(SinkRecord(topic, partition, None, None, schema, v, ts, headers,
+            out.append(SinkRecord(topic, partition, ks if self.keys is not None else None, k,
+                                  schema, v, ts, headers,
                                   kafka_offset=off, timestamp_type=TimestampType.CREATE_TIME,
                                   original_topic=topic, original_kafka_partition=partition,
                                   original_kafka_offset=off))

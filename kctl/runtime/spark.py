@@ -1,17 +1,24 @@
 """The worker's one long-lived SparkSession.
 
-A session costs seconds and hundreds of MB of JVM, so every task of a worker shares
-one, created only when the first task asks for it (client-only commands never start a
-JVM) and stopped once, on shutdown.
+A session costs seconds and hundreds of MB of JVM, so every task of a worker shares one,
+stopped once, on shutdown. `kctl worker start` builds it in the background as soon as the
+worker is up and runs a few small jobs of the kinds tasks run (`spark.start: eager`, the
+default), so a connector's first records do not pay for the JVM's start and its JIT's
+warm-up; with `spark.start: lazy` it is built when the first task asks. Client-only
+commands never start a JVM.
 """
 
 from __future__ import annotations
 
 import gc
+import importlib
 import logging
 import os
+import shutil
 import sys
+import tempfile
 import threading
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -50,10 +57,30 @@ def driver_jars(conf: Mapping[str, str], directory: str = DRIVER_DIR) -> list[st
     return jars
 
 
+# kctl's own keys among the spark.* settings: never passed to Spark
+START_CONFIG = "spark.start"  # eager (build and warm up when the worker starts) or lazy
+_KCTL_KEYS = ("spark.jdbc.driver.lookup", START_CONFIG)
+START_MODES = ("eager", "lazy")
+# The warm-up: rounds of small jobs of the kinds tasks run, until the JIT has compiled
+# Spark's hot paths (a job's fixed cost roughly halves over its first ~50 jobs here) or a
+# task starts using the session (then user data goes first) or the time is up.
+WARM_UP_ROUNDS = 12
+WARM_UP_SECONDS = 30.0
+
+# What tasks and the warm-up import lazily (see SparkEngine.preload).
+_PRELOAD = ("pyarrow", "pyarrow.compute", "pyarrow.json", "pyarrow.parquet", "pyspark.sql",
+            "pyspark.sql.functions", "pyspark.sql.types", "pyspark.sql.pandas.conversion",
+            "pyspark.sql.pandas.serializers", "pyspark.sql.pandas.types")
+
 _DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",  # the progress bar corrupts CLI output
     "spark.app.name": "kctl",
     "spark.sql.session.timeZone": "UTC",  # Connect timestamps are UTC epoch millis
+    # An idle worker gives heap back: G1 collects every 30 s when nothing else ran one and
+    # shrinks the heap to at most 40% free (the JVM kept 450-650 MB idle after a pipeline).
+    # The defaultJavaOptions slot, so a user's spark.driver.extraJavaOptions add to it.
+    "spark.driver.defaultJavaOptions":
+        "-XX:G1PeriodicGCInterval=30000 -XX:MaxHeapFreeRatio=40 -XX:MinHeapFreeRatio=15",
 }
 
 
@@ -82,9 +109,18 @@ class SparkEngine:
         self.conf: dict[str, str] = {k: str(v) for k, v in conf.items() if k.startswith("spark.")}
         self.master = self.conf.get("spark.master") or DEFAULT_MASTER
         self.kind = master_kind(self.master)
+        self.start_mode = self.conf.get(START_CONFIG, "eager").strip().lower()
+        if self.start_mode not in START_MODES:
+            raise ConfigError(f"Invalid {START_CONFIG} {self.conf[START_CONFIG]!r}: expected "
+                              "eager (start Spark with the worker) or lazy (at the first task)",
+                              key=START_CONFIG)
         self._lock = threading.Lock()
         self._session: SparkSession | None = None
         self._stopped = False
+        self._background: threading.Thread | None = None
+        self._warming = threading.local()  # set on the warm-up thread
+        self._asked = threading.Event()  # a task asked for the session
+        self.warm_up_jobs = 0  # jobs the warm-up ran (for logs and tests)
 
     @property
     def started(self) -> bool:
@@ -95,12 +131,14 @@ class SparkEngine:
         """Import pyspark's SQL modules in the calling thread. Task threads import them
         lazily, and two threads importing them at once can deadlock on Python's module
         locks (seen after a restart: "deadlock detected by _ModuleLock('pyspark.sql.types')"
-        failing a sink's first write), so the worker imports them once before any task runs."""
-        import pyspark.sql
-        import pyspark.sql.functions
-        import pyspark.sql.types  # noqa: F401
+        failing a sink's first write), so the worker imports them once before any task runs,
+        and before the background start's warm-up jobs import the Arrow side of pyspark."""
+        for name in _PRELOAD:
+            importlib.import_module(name)
 
     def spark(self) -> SparkSession:
+        if not getattr(self._warming, "on", False):
+            self._asked.set()
         session = self._session
         if session is not None:
             return session
@@ -108,14 +146,105 @@ class SparkEngine:
             if self._stopped:
                 raise ConnectError("The Spark engine has been stopped (worker shutting down)")
             if self._session is None:
-                self._session = self._build()
+                session = self._build()
+                if self._stopped:  # stop() came while the JVM started: it left it to us
+                    _stop_quietly(session)
+                    raise ConnectError("The Spark engine has been stopped (worker shutting down)")
+                self._session = session
             return self._session
+
+    def start_in_background(self) -> None:
+        """With `spark.start: eager`, build the session and warm it up on a thread of its
+        own, so the worker answers at once and the first connector finds Spark ready."""
+        if self.start_mode != "eager" or self._background is not None:
+            return
+        self._background = threading.Thread(target=self._start_and_warm_up,
+                                            name="spark-start", daemon=True)
+        self._background.start()
+
+    def _start_and_warm_up(self) -> None:
+        self._warming.on = True
+        started = time.monotonic()
+        try:
+            self.spark()
+        except Exception as e:  # the first task that needs Spark reports it, with its trace
+            if self._stopped:  # the worker is stopping (Ctrl-C reaches the JVM too)
+                log.debug("Spark's background start ended by the stop: %s", e)
+            else:
+                log.warning("Starting Spark in the background failed (tasks will retry): %s",
+                            e)
+            return
+        log.info("SparkSession ready in %.1f s; warming up", time.monotonic() - started)
+        try:
+            self._warm_up(time.monotonic() + WARM_UP_SECONDS)
+        except Exception as e:  # stopped meanwhile, or a job failed: only the warm-up ends
+            log.debug("Spark warm-up ended early: %s", e)
+        log.info("Spark warm-up: %d jobs, %.1f s after the start", self.warm_up_jobs,
+                 time.monotonic() - started)
+
+    def _warm_up(self, deadline: float) -> None:
+        """Small jobs of the kinds tasks run (Arrow in and out, Parquet, JSON and text
+        reads and writes, a filter and a sort), in a temporary directory; stops as soon
+        as a task asks for the session, the engine stops, or the deadline passes."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        # on a remote server (Connect) only the client's side warms here
+        rounds = 2 if self.kind == "connect" else WARM_UP_ROUNDS
+        n = 2000
+        table = pa.table({"id": pa.array(range(n), pa.int64()),
+                          "name": [f"name-{i % 97}" for i in range(n)],
+                          "score": pa.array([i / 7 for i in range(n)], pa.float64()),
+                          "ok": [i % 3 == 0 for i in range(n)]})
+        work = tempfile.mkdtemp(prefix="kctl-spark-warm-up-")
+        try:
+            rows = os.path.join(work, "rows.parquet")
+            pq.write_table(table, rows)
+            lines = os.path.join(work, "rows.json")
+            with open(lines, "w") as f:
+                f.writelines(f'{{"id":{i},"name":"name-{i % 97}","score":{i / 7},'
+                             f'"ok":{str(i % 3 == 0).lower()}}}\n' for i in range(n))
+            ddl = "id BIGINT, name STRING, score DOUBLE, ok BOOLEAN"
+            jobs = self._warm_up_jobs(table, rows, lines, ddl, work)
+            for r in range(rounds):
+                for job in jobs:
+                    if self._asked.is_set() or self._stopped or time.monotonic() > deadline:
+                        return
+                    job(r)
+                    self.warm_up_jobs += 1
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def _warm_up_jobs(self, table: Any, rows: str, lines: str, ddl: str,
+                      work: str) -> list[Any]:
+        spark = self.spark()
+        local = self.kind == "local"
+
+        def arrow_round_trip(r: int) -> None:
+            spark.createDataFrame(table).filter("id % 2 = 0").toArrow()
+
+        def sort(r: int) -> None:
+            spark.createDataFrame(table).orderBy("name", "id").limit(10).toArrow()
+
+        if not local:  # executors elsewhere may not see this machine's files
+            return [arrow_round_trip, sort]
+
+        def json_read(r: int) -> None:  # FileSource's parse of a spooled file
+            spark.read.schema(ddl).options(lineSep="\n", mode="PERMISSIVE").json(lines) \
+                .toArrow()
+
+        def write(r: int) -> None:  # FileSink's write of a Parquet file's rows
+            spark.read.parquet(rows).coalesce(1).write.mode("overwrite") \
+                .format(("json", "parquet", "csv")[r % 3]).save(os.path.join(work, f"out-{r}"))
+
+        return [arrow_round_trip, json_read, write, sort]
 
     def _effective_conf(self) -> dict[str, str]:
         conf = dict(_DEFAULTS)
         conf.update(self.conf)
         conf.pop("spark.master", None)
-        conf.pop("spark.jdbc.driver.lookup", None)
+        for key in _KCTL_KEYS:
+            conf.pop(key, None)
         jars = driver_jars(self.conf)
         if jars:
             conf["spark.jars"] = ",".join(jars)
@@ -148,22 +277,33 @@ class SparkEngine:
         return session
 
     def stop(self) -> None:
-        """Stop the session if one was started; later spark() calls fail."""
-        with self._lock:
-            self._stopped = True
+        """Stop the session if one was started; later spark() calls fail. A session still
+        starting is not waited for: its builder stops it once it is up (and the JVM exits
+        with the process anyway)."""
+        self._stopped = True
+        if not self._lock.acquire(timeout=1.0):
+            log.info("SparkSession still starting; it stops once up")
+            return
+        try:
             session, self._session = self._session, None
+        finally:
+            self._lock.release()
         if session is not None:
             log.info("Stopping SparkSession")
-            try:
-                session.stop()
-            except Exception as e:  # shutting down: report, never mask the real exit
-                log.warning("Stopping Spark failed: %s", e)
+            _stop_quietly(session)
 
     def __enter__(self) -> SparkEngine:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _stop_quietly(session: Any) -> None:
+    try:
+        session.stop()
+    except Exception as e:  # shutting down: report, never mask the real exit
+        log.warning("Stopping Spark failed: %s", e)
 
 
 def _freeze_startup_objects() -> None:

@@ -68,6 +68,11 @@ WORKER_CONFIG = (
     .define("spark.master", ConfigType.STRING, "local[*]", None, Importance.MEDIUM,
             "Spark master: local[N], spark://host:port or sc://host:port (Spark Connect). "
             "Every other spark.* key is passed to Spark.", group="Spark")
+    .define("spark.start", ConfigType.STRING, "eager", ValidString.in_("eager", "lazy"),
+            Importance.LOW,
+            "eager: kctl worker start builds the SparkSession in the background as soon as the "
+            "worker is up and warms it with a few small jobs, so the first connector's records "
+            "do not wait for the JVM; lazy: when the first task asks for it.", group="Spark")
     .define("topic.creation.default.partitions", ConfigType.INT, 1, Range.at_least(1),
             Importance.LOW, "Partitions of topics created when missing.", group="Topics")
     .define("topic.creation.default.replication.factor", ConfigType.SHORT, 1,

@@ -161,7 +161,7 @@ class RecordColumns:
     partition: int
     offsets: Sequence[int]
     timestamps: Sequence[int]
-    keys: Sequence[bytes | None] | None  # None: no record has a key
+    keys: pa.Array | None  # binary, null where a record has no key; None: no record has one
     values: pa.Array  # binary; null where a record's value is null
     headers: Sequence[HeaderList]
 
@@ -170,11 +170,12 @@ class RecordColumns:
 
     def record(self, i: int) -> LogRecord:
         return LogRecord(self.topic, self.partition, self.offsets[i], self.timestamps[i],
-                         None if self.keys is None else self.keys[i], self.values[i].as_py(),
-                         self.headers[i])
+                         None if self.keys is None else self.keys[i].as_py(),
+                         self.values[i].as_py(), self.headers[i])
 
     def records(self) -> list[LogRecord]:
-        keys: Iterable[bytes | None] = [None] * len(self) if self.keys is None else self.keys
+        keys: Iterable[bytes | None] = [None] * len(self) if self.keys is None else \
+            self.keys.to_pylist()
         return [LogRecord(self.topic, self.partition, o, t, k, v, h) for o, t, k, v, h in
                 zip(self.offsets, self.timestamps, keys, self.values.to_pylist(), self.headers,
                     strict=True)]
@@ -192,7 +193,8 @@ def columns_of(records: Sequence[LogRecord]) -> list[RecordColumns]:
         keys = [r.key for r in run]
         out.append(RecordColumns(topic, partition, [r.offset for r in run],
                                  [r.timestamp for r in run],
-                                 None if keys.count(None) == len(keys) else keys,
+                                 None if keys.count(None) == len(keys) else
+                                 pa.array(keys, pa.binary()),
                                  pa.array([r.value for r in run], pa.binary()),
                                  [r.headers for r in run]))
     return out

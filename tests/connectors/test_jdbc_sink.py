@@ -211,6 +211,27 @@ def test_update_changes_only_rows_that_exist(engine, jdbc_db):
     task.stop()
 
 
+def test_keyed_batches_upsert_by_their_record_keys_as_columns(engine, postgres_db):
+    """pk.mode=record_key with keys in the batch (JdbcSource records through a worker):
+    the key column comes from the keys, the latest record of a key wins, and no record is
+    built one by one."""
+    task, _ = start_task(engine, postgres_db, **{"insert.mode": "upsert",
+                                                 "pk.mode": "record_key"})
+    task.open([TP])
+
+    def one_by_one(records):
+        raise AssertionError("a keyed batch went record by record")
+
+    task.put = one_by_one  # type: ignore[method-assign]
+    keyed = batch(range(4), [{"id": 100 + i, "name": f"v{i}", "qty": i} for i in range(4)])
+    keys = pa.array([{"id": k} for k in (1, 2, 1, 3)], connect_to_arrow_type(KEY))
+    task.put_batch(SinkBatch(keyed.topic, keyed.partition, keyed.offsets, keyed.timestamps,
+                             keyed.headers, keyed.value_schema, keyed.values, KEY, keys))
+    task.flush({})
+    assert rows(postgres_db) == [(1, "v2", 2), (2, "v1", 1), (3, "v3", 3)]
+    task.stop()
+
+
 def test_insert_mode_applies_deletes_and_inserts_in_their_order(engine, jdbc_db):
     """Without upsert's one-record-per-key, a key deleted and inserted again in one batch
     must end up inserted (and inserted then deleted must end up gone)."""

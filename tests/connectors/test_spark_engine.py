@@ -8,6 +8,7 @@ import time
 
 import pytest
 from pyspark.sql import SparkSession
+from support.waiting import wait_until
 
 from kctl.errors import ConfigError, ConnectError
 from kctl.runtime.spark import SparkEngine, master_kind
@@ -138,3 +139,64 @@ def test_the_real_session_runs_jobs_on_arrow(engine):
     out = spark.createDataFrame(pa.table({"x": [1, 2, 3]})).selectExpr("x * 2 AS y").toArrow()
     assert out.column("y").to_pylist() == [2, 4, 6]
     assert spark.conf.get("spark.ui.showConsoleProgress") == "false"
+
+
+def test_lazy_start_starts_nothing_in_the_background_and_spark_start_stays_out_of_spark(builder):
+    engine = SparkEngine({"spark.start": "lazy"})
+    engine.start_in_background()
+    assert not engine.started and builder.calls == []
+    engine.spark()
+    assert "spark.start" not in {c[1] for c in builder.calls if c[0] == "config"}
+
+
+def test_an_unknown_start_mode_is_a_config_error_naming_the_key():
+    with pytest.raises(ConfigError, match="eager") as e:
+        SparkEngine({"spark.start": "sometimes"})
+    assert e.value.key == "spark.start"
+
+
+def test_a_stop_during_the_background_start_does_not_wait_for_it(builder, monkeypatch):
+    """A worker stopped while its JVM still starts exits without waiting: the builder stops
+    the session once it is up, and no task gets it."""
+    release = threading.Event()
+    building = threading.Event()
+    create = builder.getOrCreate
+
+    def slow() -> FakeSession:
+        building.set()
+        release.wait(30)
+        return create()
+
+    monkeypatch.setattr(builder, "getOrCreate", slow)
+    engine = SparkEngine({})
+    engine.start_in_background()
+    assert building.wait(10)
+    engine.stop()  # returns while the session is being built
+    assert not release.is_set()
+    release.set()
+    engine._background.join(10)
+    assert not engine._background.is_alive()
+    assert builder.session.stops == 1 and not engine.started
+    with pytest.raises(ConnectError, match="stopped"):
+        engine.spark()
+
+
+@pytest.mark.spark
+def test_an_eager_engine_starts_and_warms_up_until_a_task_asks():
+    """spark.start eager: the session is built and warmed with small jobs on a thread of
+    its own; the first task that asks gets it and the warm-up gives way."""
+    from kctl.runtime.spark import small_conf
+
+    engine = SparkEngine({**small_conf("local[1]"), "spark.start": "eager"})
+    try:
+        engine.start_in_background()
+        wait_until(lambda: engine.warm_up_jobs >= 4, timeout=120,
+                   message="the warm-up ran a round of jobs")
+        spark = engine.spark()  # a task asks
+        engine._background.join(60)
+        assert not engine._background.is_alive(), "the warm-up stopped for the task"
+        jobs = engine.warm_up_jobs
+        assert spark.range(5).count() == 5
+        assert engine.warm_up_jobs == jobs
+    finally:
+        engine.stop()

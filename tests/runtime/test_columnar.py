@@ -142,6 +142,25 @@ def test_a_sink_that_takes_columns_gets_the_records_a_row_sink_gets(worker):
     assert first.to_dict() == sc.column_row(1)
 
 
+def test_keyed_records_reach_a_column_sink_as_columns_with_their_keys(worker):
+    """Records keyed by a primary key (as JdbcSource writes them) stay on the columnar
+    path: the sink gets the keys and values a row sink gets, as SinkBatches."""
+    h = worker.herder
+    h.create_connector("cols", {"connector.class": COLUMNS, "topic": "t", "count": N,
+                                "keyed": "true"})
+    wait_until(lambda: topic_size(worker, "t") == N, message=f"{N} records")
+    h.create_connector("keyed-col-sink", {"connector.class": COLUMN_SINK, "topics": "t"})
+    h.create_connector("keyed-row-sink", {"connector.class": ROW_SINK, "topics": "t"})
+    wait_until(lambda: len(sc.SINK_RECEIVED["keyed-col-sink"]) == N
+               and len(sc.SINK_RECEIVED["keyed-row-sink"]) == N,
+               message="both sinks have every record")
+    assert sc.SINK_RECEIVED["keyed-col-sink"] == sc.SINK_RECEIVED["keyed-row-sink"]
+    assert sc.SINK_KEYS["keyed-col-sink"] == sc.SINK_KEYS["keyed-row-sink"]
+    assert [k.to_dict() for _, k in sc.SINK_KEYS["keyed-col-sink"]] == \
+        [{"id": i} for i in range(N)]
+    assert sc.SINK_BATCHES["keyed-col-sink"] == N, "every keyed record came as a column"
+
+
 def test_a_sink_batch_with_a_bad_record_goes_record_by_record(worker):
     """One value the converter cannot read: the rest still arrive, the bad one is
     dead-lettered with its own error, as on the per-record path."""

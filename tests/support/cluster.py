@@ -34,6 +34,7 @@ def cluster_settings(bootstrap: str, group: str, **extra: Any) -> dict[str, Any]
         "spark.master": "local[1]", "spark.driver.memory": "512m",
         "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",
         "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+        "spark.start": "lazy",  # only the tests that run Spark jobs start a JVM
         **extra}
 
 

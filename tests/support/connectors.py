@@ -139,6 +139,7 @@ class CollectingSinkTask(SinkTask):
                 raise RetriableError(f"put #{SINK_PUT_CALLS[self.name]} fails on purpose")
             SINK_RECEIVED[self.name].extend(
                 (r.topic, r.kafka_partition, r.kafka_offset, r.value) for r in records)
+            SINK_KEYS[self.name].extend((r.key_schema, r.key) for r in records)
 
     def stop(self) -> None:
         pass
@@ -238,3 +239,4 @@ class ColumnSinkTask(CollectingSinkTask):
 
 
 SINK_BATCHES: dict[str, int] = defaultdict(int)
+SINK_KEYS: dict[str, list] = defaultdict(list)  # (key_schema, key) of each record put

@@ -293,3 +293,38 @@ def test_a_column_batch_arrives_as_if_it_had_been_sent_row_by_row(transport):
     assert [(r.value, r.headers) for r in got] == expected
     assert [r.offset for r in got] == list(range(507))
     assert all(r.key is None for r in got)
+
+
+def test_a_columnar_poll_reads_what_a_record_poll_reads(transport):
+    """poll_columns (the sink's columnar path) gives exactly the records poll_batch gives:
+    one run of columns per partition, in offset order, keys a binary column (None when no
+    record of the run has one), values with their nulls, headers as sent."""
+    topic = new_topic(transport, 3)
+    sent = [ProducerRecord(topic, None if i % 11 == 0 else f"v{i}".encode(),
+                           None if i % 3 == 0 or i % 4 == 0 else f"k{i}".encode(),
+                           partition=i % 3 if i % 4 else 0,
+                           headers=(("h", f"{i}".encode()), ("e", None)) if i % 5 == 0 else ())
+            for i in range(120)]
+    sent += [ProducerRecord(topic, f"keyless{i}".encode(), partition=2) for i in range(5)]
+    produce(transport, sent)
+
+    by_records = reader(transport, topic, 3)
+    expected = sorted(drain(by_records, len(sent)), key=lambda r: (r.partition, r.offset))
+    by_records.close()
+    by_columns = reader(transport, topic, 3)
+    runs = []
+    deadline = time.monotonic() + 30
+    while sum(map(len, runs)) < len(sent) and time.monotonic() < deadline:
+        runs.extend(by_columns.poll_columns(50, 0.2))
+    by_columns.close()
+
+    got = sorted((r for run in runs for r in run.records()), key=lambda r: (r.partition, r.offset))
+    assert got == expected and len(got) == len(sent)
+    for run in runs:
+        assert [run.record(i) for i in range(len(run))] == run.records()
+        assert list(run.offsets) == sorted(run.offsets)
+        assert len({(r.topic, r.partition) for r in run.records()}) == 1
+        if run.keys is None:
+            assert all(r.key is None for r in run.records())
+        else:
+            assert run.keys.type == pa.binary() and len(run.keys) == len(run)

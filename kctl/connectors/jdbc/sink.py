@@ -470,10 +470,13 @@ class JdbcSinkTask(SinkTask):
         self._write_due()
 
     def put_batch(self, batch: SinkBatch) -> None:
-        """Struct values stay columns all the way to Spark; anything else goes record by
-        record (a keyless batch cannot serve pk.mode=record_key: each record says so)."""
-        if batch.value_schema.type is not Type.STRUCT or self.pk_mode == PK_RECORD_KEY or \
-                batch.values.null_count:
+        """Struct values (and with pk.mode=record_key, keys) stay columns all the way to
+        Spark; anything else goes record by record (a batch without keys cannot serve
+        pk.mode=record_key: each record says so)."""
+        by_key = self.pk_mode == PK_RECORD_KEY
+        if batch.value_schema.type is not Type.STRUCT or batch.values.null_count or (
+                by_key and (batch.keys is None or batch.key_schema is None
+                            or batch.keys.null_count)):
             self.put(batch.records())
             return
         self._write_due()
@@ -484,7 +487,8 @@ class JdbcSinkTask(SinkTask):
         now = self._clock()
         table = self._table(batch.topic)
         while len(batch):
-            buf = self._buffer(table, batch.value_schema, None, now)
+            buf = self._buffer(table, batch.value_schema, batch.key_schema if by_key else None,
+                               now)
             piece = batch.slice(0, self.batch_size - buf.count)
             buf.add_batch(piece)
             self._next[tp] = piece.offsets[-1] + 1
@@ -768,10 +772,17 @@ class JdbcSinkTask(SinkTask):
         if isinstance(part, SinkBatch):
             n = len(part)
             values = pa.Table.from_struct_array(part.values)
+            batch_keys = None
+            if self.pk_mode == PK_RECORD_KEY and part.keys is not None:
+                batch_keys = pa.Table.from_struct_array(part.keys) \
+                    if pa.types.is_struct(part.keys.type) else part.keys
             for c in columns:
                 if self.pk_mode == PK_KAFKA and c.key:
                     arrays[c.staging] = _kafka_column(c, [part.topic] * n, [part.partition] * n,
                                                       list(part.offsets))
+                elif batch_keys is not None and c.key:
+                    arrays[c.staging] = batch_keys.column(c.name) \
+                        if isinstance(batch_keys, pa.Table) else batch_keys
                 else:
                     arrays[c.staging] = values.column(c.name)
             arrays[STAGING_DELETE] = pa.array([False] * n, pa.bool_())

@@ -16,7 +16,8 @@ parser and Python's json agree (see `decode_envelopes`).
 
 Supported schemas: INT8/16/32/64, FLOAT32/64, BOOLEAN, STRING, BYTES and STRUCTs of them,
 with no default anywhere; encoding also takes the logical types Timestamp, Date, Time and
-Decimal (what database rows hold). Everything else returns None.
+Decimal (what database rows hold), decoding Timestamp, Date and Time. Everything else
+returns None.
 """
 
 from __future__ import annotations
@@ -106,6 +107,29 @@ def supported(schema: Schema, logical: bool = False) -> bool:
 
 
 @lru_cache(maxsize=256)
+def decodable(schema: Schema) -> bool:
+    """Whether `decode_envelopes` reads `schema`: what `supported` takes, plus Timestamp,
+    Date and Time (epoch integers; database rows are full of them), not Decimal."""
+    if schema.name == DECIMAL or schema.default is not None:
+        return False
+    if schema.name in _EPOCH_RANGES:
+        return True
+    if schema.type is Type.STRUCT:
+        return supported(schema, logical=True) and all(decodable(f.schema)
+                                                       for f in schema.fields)
+    return supported(schema)
+
+
+# The integers the per-record decoder turns into values (else DataError or OverflowError):
+# Timestamp ms and Date days within years 1..9999, Time ms within one day.
+_EPOCH_RANGES = {
+    TIMESTAMP: (-62_135_596_800_000, 253_402_300_799_999),
+    DATE: (-719_162, 2_932_896),
+    TIME: (0, 86_399_999),
+}
+
+
+@lru_cache(maxsize=256)
 def _keys(schema: Schema) -> tuple[str, ...]:
     """The text before each field's value: '{"a":', ',"b":' (names through json once)."""
     return tuple(("{" if i == 0 else ",") + _dumps(f.name) + ":"
@@ -117,6 +141,8 @@ def _parse_type(schema: Schema) -> pa.DataType:
     """The Arrow type read_json parses into: all nullable, floats as double, bytes as text."""
     if schema.type is Type.STRUCT:
         return pa.struct([pa.field(f.name, _parse_type(f.schema)) for f in schema.fields])
+    if schema.name in _EPOCH_RANGES:
+        return pa.int64()  # the epoch integer; _finish makes it the temporal value
     if schema.type in (Type.FLOAT32, Type.FLOAT64):
         return pa.float64()
     if schema.type is Type.BYTES:
@@ -421,7 +447,7 @@ def decode_envelopes(values: pa.Array | Sequence[bytes | None], prefix: bytes,
     - BYTES are decoded with Python's own base64.b64decode(validate=True).
     Integers written as 1.0 or 1e2 (Python accepts them for int fields) fail in read_json.
     """
-    if schema.type is not Type.STRUCT or not supported(schema):
+    if schema.type is not Type.STRUCT or not decodable(schema):
         return None
     n = len(values)
     if n == 0:
@@ -469,11 +495,29 @@ def decode_envelopes(values: pa.Array | Sequence[bytes | None], prefix: bytes,
     return out
 
 
+def _epoch_value(arr: pa.Array, name: str) -> pa.Array:
+    """Epoch integers as the Arrow temporal the per-record decoder's values become; a
+    value it would refuse (out of range) makes the column go record by record."""
+    lo, hi = _EPOCH_RANGES[name]
+    if arr.null_count < len(arr):
+        mm = pc.min_max(arr)
+        if mm["min"].as_py() < lo or mm["max"].as_py() > hi:
+            raise _Bail
+    if name == DATE:
+        return pc.cast(pc.cast(arr, pa.int32()), pa.date32())
+    micros = pc.multiply(arr, 1000)  # in range: no overflow
+    if name == TIME:
+        return pc.cast(micros, pa.time64("us"))
+    return pc.cast(micros, pa.timestamp("us", tz="UTC"))
+
+
 def _finish(arr: pa.Array, schema: Schema, live: pa.Array | None,
             payloads: _Payloads) -> pa.Array:
     """The parsed column as the Arrow type of `schema`, checked as the Python decoder checks."""
     _check_required(arr, schema, live)
     st = schema.type
+    if schema.name in _EPOCH_RANGES:
+        return _epoch_value(arr, schema.name)
     if st is Type.STRUCT:
         if not schema.fields:
             return arr

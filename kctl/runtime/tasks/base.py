@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kctl.runtime.memory import IdleRelease
 from kctl.states import State, TaskId
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ class WorkerTask:
         self.failed: BaseException | None = None
         self.started_count = 0
         self.counters = TaskCounters()
+        self.idle_release = IdleRelease(clock)
 
     # -- control (any thread) --------------------------------------------------------------
     def start(self) -> None:

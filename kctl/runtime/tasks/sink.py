@@ -177,12 +177,14 @@ class WorkerSinkTask(WorkerTask):
                 if polled:
                     self.counters.batch(sum(map(len, polled)))
                     self._deliver_columns(polled)
+                self.idle_release.tick(len(polled))
             else:
                 batch = self.consumer.poll_batch(self.max_poll_records, 0.2)
                 self._apply_rewinds()
                 if batch:
                     self.counters.batch(len(batch))
                     self._deliver(batch)
+                self.idle_release.tick(len(batch))
             now = self.clock()
             if now >= next_commit or self.commit_requested:
                 self.commit_requested = False
@@ -307,23 +309,30 @@ class WorkerSinkTask(WorkerTask):
         return ok
 
     def _decode_columns(self, run: RecordColumns) -> SinkBatch | None:
-        """Keyless records of one partition decoded as one column, or None (then they go
-        record by record, where a bad one gets its precise error and tolerance)."""
+        """The records of one partition decoded as columns (values, and keys when every
+        record has one), or None: then they go record by record, where a bad one gets its
+        precise error and tolerance."""
         topic = run.topic
-        if run.keys is not None:  # some record has a key
-            return None
+        n = len(run)
         try:
-            key = self.key_converter.to_connect_data(topic, None)
-            if key.schema is not None or key.value is not None:
-                return None
+            if run.keys is None:
+                key = self.key_converter.to_connect_data(topic, None)
+                if key.schema is not None or key.value is not None:
+                    return None
+                key_schema, keys = None, None
+            else:
+                decoded_keys = self.key_converter.to_arrow(topic, run.keys)
+                if decoded_keys is None or len(decoded_keys[1]) != n:
+                    return None
+                key_schema, keys = decoded_keys
             decoded = self.value_converter.to_arrow(topic, run.values)
         except Exception:
             return None
-        if decoded is None or len(decoded[1]) != len(run):
+        if decoded is None or len(decoded[1]) != n:
             return None
         schema, values = decoded
         return SinkBatch(topic, run.partition, run.offsets, run.timestamps, run.headers,
-                         schema, values)
+                         schema, values, key_schema, keys)
 
     def _put(self, put: Callable[[], Any], count: int) -> bool:
         """Retriable put failures redeliver the same batch with backoff (as Kafka Connect).

@@ -129,10 +129,12 @@ class WorkerSourceTask(WorkerTask):
             # Retriable errors are retried; bad input goes through the errant reporter.
             records = self.operator.execute(self.task.poll, Stage.TASK_POLL, task_class,
                                             tolerate=False)
+            moved = 0
             if records and records is not FAILED:
-                self.counters.batch(sum(len(r) if type(r) is SourceBatch else 1
-                                        for r in records))
+                moved = sum(len(r) if type(r) is SourceBatch else 1 for r in records)
+                self.counters.batch(moved)
                 self._send(records)
+            self.idle_release.tick(moved)
             self.producer.poll(0)
             if self._produce_error is not None:
                 raise ConnectError(f"Failed to produce records: {self._produce_error}") \

@@ -316,10 +316,7 @@ def _decode_columns(buf: bytes, topic: str, partition: int, from_offset: int,
     value_len = head["value"].astype(np.int64)
     key_at = body + _BODY_SIZE
     value_at = key_at + np.maximum(key_len, 0)
-    keys = None
-    if (key_len >= 0).any():
-        keys = [None if kl < 0 else buf[a:a + kl]
-                for a, kl in zip(key_at.tolist(), key_len.tolist(), strict=True)]
+    keys = _cut(buf, raw, key_at, key_len) if (key_len >= 0).any() else None
     # the headers keep their buffer alive: not one much larger than the frames they are in
     kept = buf if pos * 2 >= n else buf[:pos]
     headers = _FrameHeaders(kept, (value_at + np.maximum(value_len, 0)).tolist(),

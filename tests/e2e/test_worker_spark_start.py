@@ -1,0 +1,33 @@
+"""`kctl worker start` has Spark ready, and warmed, before the first connector asks for it."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from support.broker import free_port
+from support.waiting import wait_until
+from support.worker import Worker
+
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
+
+
+def test_a_started_worker_builds_and_warms_spark_before_any_connector(tmp_path):
+    w = Worker(tmp_path, free_port())
+    (tmp_path / "worker.yaml").write_text(json.dumps({
+        "state.dir": str(tmp_path / "state"), "listeners": w.url, "spark.master": "local[1]",
+        "spark.driver.memory": "512m", "spark.ui.enabled": "false"}))
+    w.start()
+    try:
+        log = tmp_path / "worker.log"
+        wait_until(lambda: "Spark warm-up:" in log.read_text(), timeout=600, interval=1,
+                   message="Spark started and warmed up with no connector",
+                   on_timeout=lambda: log.read_text()[-3000:])
+        text = log.read_text()
+        assert "SparkSession ready" in text
+        jobs = int(re.search(r"Spark warm-up: (\d+) jobs", text).group(1))
+        assert jobs > 0, "the warm-up ran jobs while no task needed Spark"
+        assert json.loads(w.kctl("connector", "list", "-o", "json").stdout) == {}
+    finally:
+        w.stop()

@@ -12,9 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-from support.broker import free_port
 from support.waiting import wait_until
-from support.worker import Worker
+from support.worker import LISTENER, Worker
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
@@ -69,9 +68,9 @@ def test_a_table_is_copied_and_followed_into_another(tmp_path, jdbc_db):
         insert(db, [(i, f"c{i % 97}", i % 1000, BASE + dt.timedelta(milliseconds=i))
                     for i in range(1, n + 1)])
 
-    w = Worker(tmp_path, free_port())
+    w = Worker(tmp_path)
     config(tmp_path / "worker.yaml", {
-        "state.dir": str(tmp_path / "state"), "listeners": w.url,
+        "state.dir": str(tmp_path / "state"), "listeners": LISTENER,
         "offset.flush.interval.ms": 500, "spark.master": "local[2]",
         "spark.driver.memory": "1g",
         "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"})

@@ -21,8 +21,8 @@ def test_a_broker_whose_port_was_taken_starts_on_a_fresh_one(monkeypatch):
         started = broker.start_broker()
         try:
             assert started.port != port
-            assert broker._listens(started.proc.pid, started.port) is True
-            assert broker._listens(started.proc.pid, port) is False
+            assert broker.listens(started.proc.pid, started.port) is True
+            assert broker.listens(started.proc.pid, port) is False
         finally:
             started.stop()
 

@@ -78,7 +78,7 @@ def _start_broker(timeout: float) -> Broker:
         except OSError:
             time.sleep(0.05)
             continue
-        if _listens(proc.pid, port) is False:  # another process answers there
+        if listens(proc.pid, port) is False:  # another process answers there
             proc.kill()
             proc.wait(10)
             raise PortTaken(f"port {port} is taken by another process")
@@ -87,7 +87,7 @@ def _start_broker(timeout: float) -> Broker:
     raise RuntimeError("broker did not start listening")
 
 
-def _listens(pid: int, port: int) -> bool | None:
+def listens(pid: int, port: int) -> bool | None:
     """Whether process `pid` holds the socket listening on `port` (None: no /proc to ask).
 
     A connect only shows that *something* listens: a port handed out free may have been

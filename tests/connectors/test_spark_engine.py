@@ -138,3 +138,17 @@ def test_the_real_session_runs_jobs_on_arrow(engine):
     out = spark.createDataFrame(pa.table({"x": [1, 2, 3]})).selectExpr("x * 2 AS y").toArrow()
     assert out.column("y").to_pylist() == [2, 4, 6]
     assert spark.conf.get("spark.ui.showConsoleProgress") == "false"
+
+
+def test_a_session_start_is_witnessed_for_the_suites_spark_guard(builder, monkeypatch, tmp_path):
+    """tests/conftest.py names the file in KCTL_SPARK_WITNESS; a worker process a test
+    started inherits it, so the guard sees Spark started there too."""
+    import os
+
+    witness = tmp_path / "starts"
+    monkeypatch.setenv("KCTL_SPARK_WITNESS", str(witness))
+    engine = SparkEngine({"spark.master": "local[1]"})
+    assert not witness.exists()
+    engine.spark()
+    engine.spark()
+    assert witness.read_text() == f"{os.getpid()} local[1]\n"  # one line per session built

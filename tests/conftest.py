@@ -1,5 +1,7 @@
 import os
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -28,9 +30,30 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.spark)
 
 
+# Worker processes a test starts inherit this; a SparkEngine that builds a session writes
+# "pid master" into the file (kctl/runtime/spark.py), so the guard below sees Spark started in
+# a worker subprocess too. Lines written during a test's setup and call belong to it.
+SPARK_WITNESS = Path(tempfile.mkdtemp(prefix="kctl-spark-witness-")) / "starts"
+SPARK_WITNESS.touch()
+os.environ["KCTL_SPARK_WITNESS"] = str(SPARK_WITNESS)
+_witnessed_from = pytest.StashKey[int]()
+
+
+def pytest_runtest_setup(item):
+    item.stash[_witnessed_from] = SPARK_WITNESS.stat().st_size
+
+
+def spark_in_subprocesses(item) -> list[str]:
+    with open(SPARK_WITNESS) as f:
+        f.seek(item.stash.get(_witnessed_from, 0))
+        return [line.split(" ", 1)[1].strip() for line in f
+                if line.split(" ", 1)[0] != str(os.getpid())]  # this process: see below
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
-    """Fail a test that starts a SparkSession without the `spark` marker."""
+    """Fail a test that starts a SparkSession, here or in a worker process it started,
+    without the `spark` marker."""
     started: list[str] = []
     build = SparkEngine._build
 
@@ -45,9 +68,13 @@ def pytest_runtest_call(item):
         result = yield
     finally:
         SparkEngine._build = build
-    if started and item.get_closest_marker("spark") is None:
-        pytest.fail(f"{item.nodeid} starts Spark ({started[0]}) but is not marked "
-                    "@pytest.mark.spark", pytrace=False)
+    if item.get_closest_marker("spark") is None:
+        if started:
+            pytest.fail(f"{item.nodeid} starts Spark ({started[0]}) but is not marked "
+                        "@pytest.mark.spark", pytrace=False)
+        if elsewhere := spark_in_subprocesses(item):
+            pytest.fail(f"{item.nodeid} starts Spark ({elsewhere[0]}) in a worker process "
+                        "but is not marked @pytest.mark.spark", pytrace=False)
     return result
 
 

@@ -269,6 +269,9 @@ class SparkEngine:
         for k, v in conf.items():
             builder = builder.config(k, v)
         log.info("Starting SparkSession (master %s)", self.master)
+        if witness := os.environ.get("KCTL_SPARK_WITNESS"):  # the test suite's Spark guard
+            with open(witness, "a") as f:
+                f.write(f"{os.getpid()} {self.master}\n")
         try:
             session = builder.getOrCreate()
         except Exception as e:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,8 +42,7 @@ def worker(tmp_path) -> Iterator[StandaloneWorker]:
                                        "offset.flush.interval.ms": 100}))
     w.start()
     yield w
-    with contextlib.suppress(Exception):
-        w.stop()
+    w.stop()
 
 
 @pytest.fixture

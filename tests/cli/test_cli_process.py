@@ -193,10 +193,10 @@ def test_worker_start_lists_every_problem_of_every_connector_file_at_once(tmp_pa
            "(did you mean 'per.poll'?)" in err
 
 
+@pytest.mark.slow  # a worker process: the fast selection starts none
 def test_ctrl_c_stops_the_worker_cleanly_with_exit_0(tmp_path):
-    port = free_port()
     cfg = tmp_path / "worker.yaml"
-    cfg.write_text(f"state.dir: {tmp_path / 'state'}\nlisteners: http://127.0.0.1:{port}\n"
+    cfg.write_text(f"state.dir: {tmp_path / 'state'}\nlisteners: http://127.0.0.1:0\n"
                    "offset.flush.interval.ms: 100\n")
     connector = tmp_path / "counter.yaml"
     connector.write_text("name: ticking\nconnector.class: support.connectors.CounterSourceConnector\n"
@@ -206,7 +206,11 @@ def test_ctrl_c_stops_the_worker_cleanly_with_exit_0(tmp_path):
                              str(connector)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=with_test_plugins(), start_new_session=True)
     try:
-        url = f"http://127.0.0.1:{port}/connectors/ticking/status"
+        head = []  # the worker reports the port it bound on its first lines
+        while not (line := proc.stdout.readline()).startswith("REST API listening on "):
+            assert line, "".join(head) + proc.stderr.read()
+            head.append(line)
+        url = line.split()[-1] + "/connectors/ticking/status"
 
         def task_running() -> bool:
             try:
@@ -224,6 +228,7 @@ def test_ctrl_c_stops_the_worker_cleanly_with_exit_0(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert proc.returncode == 0, out + err
+    out = "".join(head) + line + out
     assert out.splitlines()[-2:] == ["stopping worker...", "worker stopped"], out
     alarming = ("Traceback", "Error", "ERROR", "Exception", "KeyboardInterrupt", "Aborted")
     assert not [word for word in alarming if word in out + err], out + err

@@ -533,11 +533,19 @@ def test_an_unreachable_database_a_wrong_login_and_a_missing_driver_are_one_line
     with pytest.raises(JdbcSinkError, match='database "kctl_no_such_db" does not exist'):
         start_task(engine, postgres_db, **{"connection.url": missing})
 
+    # a driver class the JVM cannot load, as when the driver jar is missing
+    import dataclasses
+
     import kctl.connectors.jdbc.sink as sink
 
-    monkeypatch.setattr(sink, "driver_loaded", lambda spark, dialect: False)
-    with pytest.raises(JdbcSinkError, match="apt-get install libpostgresql-jdbc-java"):
+    real = sink.dialect_for(postgres_db.url)
+    gone = dataclasses.replace(real, driver_class="org.example.NoSuchDriver")
+    monkeypatch.setattr(sink, "dialect_for", lambda url, **kw: gone)
+    with pytest.raises(JdbcSinkError) as e:
         start_task(engine, postgres_db)
+    assert "\n" not in str(e.value)
+    assert "org.example.NoSuchDriver" in str(e.value)
+    assert "apt-get install libpostgresql-jdbc-java" in str(e.value)
 
 
 def staging_tables(db: Any) -> list[str]:

@@ -200,3 +200,17 @@ def test_an_eager_engine_starts_and_warms_up_until_a_task_asks():
         assert engine.warm_up_jobs == jobs
     finally:
         engine.stop()
+
+
+def test_a_session_start_is_witnessed_for_the_suites_spark_guard(builder, monkeypatch, tmp_path):
+    """tests/conftest.py names the file in KCTL_SPARK_WITNESS; a worker process a test
+    started inherits it, so the guard sees Spark started there too."""
+    import os
+
+    witness = tmp_path / "starts"
+    monkeypatch.setenv("KCTL_SPARK_WITNESS", str(witness))
+    engine = SparkEngine({"spark.master": "local[1]"})
+    assert not witness.exists()
+    engine.spark()
+    engine.spark()
+    assert witness.read_text() == f"{os.getpid()} local[1]\n"  # one line per session built

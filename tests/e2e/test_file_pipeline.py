@@ -1,9 +1,11 @@
 """The main job through the CLI against a worker subprocess, killed with SIGKILL mid-run.
 
-100k lines in three files (text, csv, json lines) flow through FileSource connectors into
-the embedded log and out through one FileSink. The worker is SIGKILLed while data flows and
-started again on the same state directory: in exactly-once mode every line arrives exactly
-once; in at-least-once mode none is lost.
+30k lines in three files (text, csv, json lines) flow through FileSource connectors into
+the embedded log and out through one FileSink. The worker is SIGKILLed while data flows, at
+kill points rather than after some amount of data (tests/support/killpoints.py): the text
+source holds records it read and has not handed over, the sink has committed files the
+worker has committed no offsets for. It is started again on the same state directory: in
+exactly-once mode every line arrives exactly once; in at-least-once mode none is lost.
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ import time
 from pathlib import Path
 
 import pytest
-from support.broker import free_port
+from support import killpoints
 from support.files import committed_lines
 from support.waiting import wait_until
-from support.worker import Worker
+from support.worker import LISTENER, Worker
 
-LINES = 100_000
+LINES = 30_000
+BATCH = 2000
+SOURCE_KILL_AFTER = 3 * BATCH  # the third batch of the text file's 10k lines is held
+SINK_KILL_AFTER = 6 * BATCH  # a committed file of flush.size, at least, in a topic
 pytestmark = pytest.mark.slow
 
 
@@ -57,22 +62,26 @@ def normalise(line: str) -> str:
 def setup_pipeline(tmp_path: Path, guarantee: str) -> tuple[Worker, list[str], list[Path], Path]:
     indir, outdir = tmp_path / "in", tmp_path / "out"
     expected = generate(indir)
-    w = Worker(tmp_path, free_port())
+    w = Worker(tmp_path, {
+        **killpoints.env(tmp_path / "source-kill-point", SOURCE_KILL_AFTER, sink=False),
+        **killpoints.env(tmp_path / "sink-kill-point", SINK_KILL_AFTER, sink=True)})
     (tmp_path / "worker.yaml").write_text(
-        f"state.dir: {tmp_path / 'state'}\nlisteners: {w.url}\noffset.flush.interval.ms: 500\n"
+        f"state.dir: {tmp_path / 'state'}\nlisteners: {LISTENER}\noffset.flush.interval.ms: 500\n"
         "spark.master: local[2]\nspark.driver.memory: 1g\n"
         "spark.driver.extraJavaOptions: -XX:+UseSerialGC -XX:TieredStopAtLevel=1\n")
     files = []
     for fmt, topic in (("text", "events"), ("csv", "orders"), ("json", "clicks")):
         f = tmp_path / f"{fmt}.yaml"
-        f.write_text(f"name: {fmt}-src\nconnector.class: FileSource\npath: {indir / fmt}\n"
-                     f"format: {fmt}\ntopic: {topic}\nbatch.max.rows: 5000\n"
+        cls = "support.killpoints.KillPointFileSource" if fmt == "text" else "FileSource"
+        f.write_text(f"name: {fmt}-src\nconnector.class: {cls}\npath: {indir / fmt}\n"
+                     f"format: {fmt}\ntopic: {topic}\nbatch.max.rows: {BATCH}\n"
                      "poll.interval.ms: 200\n")
         files.append(f)
     sink = tmp_path / "sink.yaml"
-    sink.write_text(f"name: sink\nconnector.class: FileSink\ntopics: events,orders,clicks\n"
-                    f"path: {outdir}\nformat: json\ndelivery.guarantee: {guarantee}\n"
-                    "flush.size: 3000\nrotate.interval.ms: 300\n")
+    sink.write_text("name: sink\nconnector.class: support.killpoints.KillPointFileSink\n"
+                    f"topics: events,orders,clicks\npath: {outdir}\nformat: json\n"
+                    f"delivery.guarantee: {guarantee}\nflush.size: {BATCH}\n"
+                    "rotate.interval.ms: 300\n")
     return w, expected, [*files, sink], outdir
 
 
@@ -82,10 +91,11 @@ def run_with_kill(tmp_path: Path, guarantee: str) -> tuple[list[str], list[str],
     try:
         for f in files:
             w.kctl("connector", "create", str(f))
-        # kill while data is flowing: some output committed, not all
-        wait_until(lambda: len(output_lines(outdir)) >= 15_000, timeout=180, interval=0.2,
-                   message="some output before the kill")
-        assert len(output_lines(outdir)) < LINES
+        # kill while data is flowing: a source mid-file, the sink mid-write
+        for point in ("source-kill-point", "sink-kill-point"):
+            wait_until(lambda: killpoints.reached(tmp_path / point), timeout=300,  # noqa: B023
+                       interval=0.1, message=point, on_timeout=lambda: w.log()[-3000:])
+        assert 0 < len(output_lines(outdir)) <= SINK_KILL_AFTER
         w.kill()
         w.start()  # the same state dir: connectors and offsets come back by themselves
         assert sorted(w.kctl("connector", "list", "-o", "json").stdout and
@@ -120,9 +130,9 @@ def test_at_least_once_loses_nothing_across_sigkill(tmp_path):
 
 
 def test_malformed_line_fails_the_task_with_file_and_line(tmp_path):
-    w = Worker(tmp_path, free_port())
+    w = Worker(tmp_path)
     (tmp_path / "worker.yaml").write_text(
-        f"state.dir: {tmp_path / 'state'}\nlisteners: {w.url}\n"
+        f"state.dir: {tmp_path / 'state'}\nlisteners: {LISTENER}\n"
         "spark.master: local[1]\nspark.driver.memory: 1g\n")
     data = tmp_path / "bad.jsonl"
     data.write_text('{"a": 1}\n{"a": 2}\n{"a": oops\n{"a": 4}\n')

@@ -1,10 +1,11 @@
 """JdbcSink in a real standalone worker process, driven through the CLI.
 
 Records are put into the worker's embedded log before it starts (JSON envelopes, as the
-default JsonConverter reads them). The worker is SIGKILLed while the sink writes and is
-started again on the same state directory: in exactly_once mode the table has every
-record exactly once (plain inserts into a table without a key); in at_least_once mode
-none is lost. Keyed records upsert and delete; rows the database rejects reach the DLQ
+default JsonConverter reads them). The worker is SIGKILLed while the sink writes (at a
+kill point: two batches are in the table, the worker has committed no offset for the last
+one) and is started again on the same state directory: in exactly_once mode the table has
+every record exactly once (plain inserts into a table without a key); in at_least_once
+mode none is lost. Keyed records upsert and delete; rows the database rejects reach the DLQ
 with its message; a connector with a wrong password fails with one line that does not
 show it, and the worker and its other connectors keep running.
 """
@@ -16,15 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.broker import free_port
+from support import killpoints
 from support.waiting import wait_until
-from support.worker import Worker
+from support.worker import LISTENER, Worker
 
 from kctl.transport.base import ProducerRecord, TopicSpec
 from kctl.transport.embedded import EmbeddedTransport
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
-RECORDS = 60_000
+RECORDS = 12_000
+BATCH = 4000
+KILL_AFTER = 2 * BATCH  # records the sink has taken when the worker dies
 
 VALUE_SCHEMA = {"type": "struct", "name": "Order", "optional": False, "fields": [
     {"field": "id", "type": "int64", "optional": False},
@@ -51,10 +54,10 @@ def produce(state: Path, topic: str, records: list[tuple[bytes | None, bytes | N
         producer.close()
 
 
-def new_worker(tmp_path: Path) -> Worker:
-    w = Worker(tmp_path, free_port())
+def new_worker(tmp_path: Path, env: dict[str, str] | None = None) -> Worker:
+    w = Worker(tmp_path, env)
     (tmp_path / "worker.yaml").write_text(
-        f"state.dir: {tmp_path / 'state'}\nlisteners: {w.url}\noffset.flush.interval.ms: 500\n"
+        f"state.dir: {tmp_path / 'state'}\nlisteners: {LISTENER}\noffset.flush.interval.ms: 500\n"
         "spark.master: local[2]\nspark.driver.memory: 1g\n"
         "spark.driver.extraJavaOptions: -XX:+UseSerialGC -XX:TieredStopAtLevel=1\n")
     return w
@@ -86,17 +89,18 @@ def test_a_sigkilled_worker_resumes_the_sink(tmp_path, db, guarantee):
     produce(tmp_path / "state", "orders", [
         (None, envelope(VALUE_SCHEMA, {"id": i, "name": f"n{i}", "qty": i % 7}))
         for i in range(RECORDS)])
-    w = new_worker(tmp_path)
+    kill_point = tmp_path / "kill-point"
+    w = new_worker(tmp_path, killpoints.env(kill_point, KILL_AFTER, sink=True))
     sink = connector_file(tmp_path, "sink", **{
-        "connector.class": "JdbcSink", "topics": "orders", "connection.url": db.url,
-        "auto.create": "true", "delivery.guarantee": guarantee, "batch.size": 4000,
-        "consumer.max.poll.records": 2000})
+        "connector.class": "support.killpoints.KillPointJdbcSink", "topics": "orders",
+        "connection.url": db.url, "auto.create": "true", "delivery.guarantee": guarantee,
+        "batch.size": BATCH, "consumer.max.poll.records": BATCH // 2})
     w.start()
     try:
         w.kctl("connector", "create", str(sink))
-        wait_until(lambda: count(db)[0] >= 12_000, timeout=180, interval=0.2,
-                   message="some rows before the kill")
-        assert count(db)[0] < RECORDS, "the kill must come while the sink writes"
+        wait_until(lambda: killpoints.reached(kill_point), timeout=300, interval=0.1,
+                   message="the sink at its kill point", on_timeout=lambda: w.log()[-3000:])
+        assert count(db)[0] == KILL_AFTER, "the sink wrote its batches before the kill"
         w.kill()
         w.start()
         wait_until(lambda: count(db)[1] == RECORDS, timeout=240, interval=0.5,

@@ -1,8 +1,9 @@
 """JdbcSource through a worker process driven with the CLI, on a real PostgreSQL.
 
-A 200k-row table is snapshotted (partitioned key-range reads) and then followed in
+A 40k-row table is snapshotted (partitioned key-range reads) and then followed in
 timestamp+incrementing mode while rows are inserted and updated; the worker is SIGKILLed in
-the middle of the snapshot and started again on the same state directory. A FileSink
+the middle of the snapshot (at a kill point: the source task holds rows it read and has not
+handed over, the sink has committed some) and started again on the same state directory. A FileSink
 (exactly-once) writes the topic out: every row arrives exactly once, each update once more
 with its new value. A table created while the connector runs is picked up without a
 restart, and a dropped one stops being read. A connector pointed at an unreachable
@@ -17,14 +18,17 @@ import json
 from pathlib import Path
 
 import pytest
+from support import killpoints
 from support.broker import free_port
 from support.files import committed_lines
 from support.waiting import wait_until
-from support.worker import Worker
+from support.worker import LISTENER, Worker
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
-ROWS = 200_000
+ROWS = 40_000
+BATCH = 5000
+KILL_AFTER = 3 * BATCH  # the third batch of the snapshot is held
 
 
 def yaml(path: Path, settings: dict) -> Path:
@@ -44,22 +48,24 @@ def test_a_table_is_snapshotted_then_followed_across_a_sigkill(tmp_path, postgre
                f"TIMESTAMP '2024-01-01' + g * INTERVAL '1 millisecond' "
                f"FROM generate_series(1, {ROWS}) g")
     outdir = tmp_path / "out"
-    w = Worker(tmp_path, free_port())
+    kill_point = tmp_path / "kill-point"
+    w = Worker(tmp_path, killpoints.env(kill_point, KILL_AFTER, sink=False))
     yaml(tmp_path / "worker.yaml", {
-        "state.dir": str(tmp_path / "state"), "listeners": w.url,
+        "state.dir": str(tmp_path / "state"), "listeners": LISTENER,
         "offset.flush.interval.ms": 500, "spark.master": "local[2]",
         "spark.driver.memory": "1g",
         "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"})
     source = yaml(tmp_path / "source.yaml", {
-        "name": "pg", "connector.class": "JdbcSource", "connection.url": db.url,
+        "name": "pg", "connector.class": "support.killpoints.KillPointJdbcSource",
+        "connection.url": db.url,
         "mode": "timestamp+incrementing", "timestamp.column.name": "updated",
         "incrementing.column.name": "id", "table.include.list": "orders,refunds",
-        "topic.prefix": "pg-", "batch.max.rows": 20_000, "poll.interval.ms": 200,
+        "topic.prefix": "pg-", "batch.max.rows": BATCH, "poll.interval.ms": 200,
         "table.poll.interval.ms": 500, "tasks.max": 2})
     sink = yaml(tmp_path / "sink.yaml", {
         "name": "out", "connector.class": "FileSink", "topics": "pg-orders,pg-refunds",
         "path": str(outdir), "format": "json", "delivery.guarantee": "exactly_once",
-        "flush.size": 20_000, "rotate.interval.ms": 300})
+        "flush.size": BATCH, "rotate.interval.ms": 300})
     broken = yaml(tmp_path / "broken.yaml", {
         "name": "broken", "connector.class": "JdbcSource", "mode": "bulk",
         "connection.url": f"jdbc:postgresql://127.0.0.1:{free_port()}/nowhere"
@@ -71,9 +77,11 @@ def test_a_table_is_snapshotted_then_followed_across_a_sigkill(tmp_path, postgre
         w.kctl("connector", "create", str(sink))
 
         # SIGKILL while the snapshot is under way: some of it written, not all
-        wait_until(lambda: len(rows(outdir, "pg-orders")) >= 20_000, timeout=240,
-                   interval=0.2, message="the snapshot under way")
-        assert len(rows(outdir, "pg-orders")) < ROWS
+        wait_until(lambda: killpoints.reached(kill_point), timeout=300, interval=0.1,
+                   message="the source at its kill point", on_timeout=lambda: w.log()[-3000:])
+        wait_until(lambda: len(rows(outdir, "pg-orders")) >= BATCH, timeout=120,
+                   interval=0.1, message="the sink wrote some of the snapshot")
+        assert len(rows(outdir, "pg-orders")) <= KILL_AFTER - BATCH
         w.kill()
         w.start()  # same state dir: connectors and source positions come back
         wait_until(lambda: len(rows(outdir, "pg-orders")) >= ROWS, timeout=240,

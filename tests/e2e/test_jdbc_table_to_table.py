@@ -12,13 +12,13 @@ import json
 from pathlib import Path
 
 import pytest
-from support.broker import free_port
 from support.waiting import wait_until
-from support.worker import Worker
+from support.worker import LISTENER, Worker
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
-ROWS = {"postgresql": 200_000, "sqlite": 20_000, "mariadb": 20_000}
+ROWS = 20_000  # four batches of each side on each database
+BATCH = 5000
 DDL = {
     "postgresql": "CREATE TABLE orders (id BIGINT PRIMARY KEY, customer VARCHAR(40) NOT NULL, "
                   "amount INT NOT NULL, updated TIMESTAMP NOT NULL)",
@@ -59,7 +59,7 @@ def config(path: Path, settings: dict) -> Path:
 
 
 def test_a_table_is_copied_and_followed_into_another(tmp_path, jdbc_db):
-    db, n = jdbc_db, ROWS[kind(jdbc_db)]
+    db, n = jdbc_db, ROWS
     db.execute(DDL[kind(db)])
     if kind(db) == "postgresql":
         db.execute(f"INSERT INTO orders SELECT g, 'c' || (g % 97), g % 1000, "
@@ -69,9 +69,9 @@ def test_a_table_is_copied_and_followed_into_another(tmp_path, jdbc_db):
         insert(db, [(i, f"c{i % 97}", i % 1000, BASE + dt.timedelta(milliseconds=i))
                     for i in range(1, n + 1)])
 
-    w = Worker(tmp_path, free_port())
+    w = Worker(tmp_path)
     config(tmp_path / "worker.yaml", {
-        "state.dir": str(tmp_path / "state"), "listeners": w.url,
+        "state.dir": str(tmp_path / "state"), "listeners": LISTENER,
         "offset.flush.interval.ms": 500, "spark.master": "local[2]",
         "spark.driver.memory": "1g",
         "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"})
@@ -79,12 +79,12 @@ def test_a_table_is_copied_and_followed_into_another(tmp_path, jdbc_db):
         "name": "src", "connector.class": "JdbcSource", "connection.url": db.url,
         "mode": "timestamp+incrementing", "timestamp.column.name": "updated",
         "incrementing.column.name": "id", "table.include.list": "orders",
-        "topic.prefix": "t_", "batch.max.rows": 50_000, "poll.interval.ms": 200})
+        "topic.prefix": "t_", "batch.max.rows": BATCH, "poll.interval.ms": 200})
     sink = config(tmp_path / "sink.yaml", {
         "name": "dst", "connector.class": "JdbcSink", "connection.url": db.url,
         "topics": "t_orders", "table.name.format": "${topic}_copy",
         "insert.mode": "upsert", "pk.mode": "record_key", "delete.enabled": "true",
-        "auto.create": "true", "batch.size": 50_000})
+        "auto.create": "true", "batch.size": BATCH})
     w.start()
     try:
         w.kctl("connector", "create", str(source))

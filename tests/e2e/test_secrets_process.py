@@ -13,10 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from support.broker import free_port
 from support.secret_connectors import digest
 from support.waiting import wait_until
-from support.worker import Worker
+from support.worker import LISTENER, Worker
 
 pytestmark = pytest.mark.slow
 
@@ -37,10 +36,10 @@ def worker(tmp_path):
     secrets = tmp_path / "secrets"
     secrets.mkdir()
     (secrets / "db.properties").write_text(f"password={FILE_SECRET}\nflush.ms=300\n")
-    w = Worker(tmp_path, free_port())
+    w = Worker(tmp_path)
     w.env["KCTL_TEST_DB_PASSWORD"] = ENV_SECRET
     (tmp_path / "worker.yaml").write_text(yaml.safe_dump({
-        "state.dir": str(tmp_path / "state"), "listeners": w.url,
+        "state.dir": str(tmp_path / "state"), "listeners": LISTENER,
         "config.providers": "file,env,dir",
         "config.providers.file.class": "org.apache.kafka.common.config.provider."
                                        "FileConfigProvider",

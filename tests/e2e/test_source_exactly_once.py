@@ -7,10 +7,10 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
-from support.broker import free_port
 from support.waiting import wait_until
 
 from kctl.api.records import TopicPartition
@@ -64,9 +64,8 @@ def topic_values(state: Path, topic: str) -> list[bytes]:
 
 @pytest.mark.parametrize("mode", ["enabled", "disabled"])
 def test_acknowledged_but_uncommitted_records_are_not_produced_twice(tmp_path, mode):
-    port = free_port()
     (tmp_path / "worker.yaml").write_text(
-        f"state.dir: {tmp_path / 'state'}\nlisteners: http://127.0.0.1:{port}\n"
+        f"state.dir: {tmp_path / 'state'}\nlisteners: http://127.0.0.1:0\n"
         f"offset.flush.interval.ms: 600000\nexactly.once.source.support: {mode}\n")
     conn = tmp_path / "src.yaml"
     events = tmp_path / "events"
@@ -102,10 +101,9 @@ def test_acknowledged_but_uncommitted_records_are_not_produced_twice(tmp_path, m
 def test_offsets_are_recovered_from_a_real_broker_too(tmp_path, kafka_broker):
     """The same story on Tansu: the records are read back from the broker (to the ends
     its partitions have, however slowly it answers), not produced again."""
-    port = free_port()
-    topic = f"numbers-{port}"
+    topic = f"numbers-{uuid.uuid4().hex[:8]}"
     (tmp_path / "worker.yaml").write_text(
-        f"state.dir: {tmp_path / 'state'}\nlisteners: http://127.0.0.1:{port}\n"
+        f"state.dir: {tmp_path / 'state'}\nlisteners: http://127.0.0.1:0\n"
         f"bootstrap.servers: {kafka_broker.bootstrap}\n"
         "offset.flush.interval.ms: 600000\ntopic.creation.default.replication.factor: 1\n")
     conn = tmp_path / "src.yaml"
@@ -142,9 +140,8 @@ def test_dead_lettered_records_are_not_dead_lettered_again_after_a_crash(tmp_pat
     delivered or dead-lettered, then the worker is SIGKILLed before any offset commit: the
     restarted task recovers its position from the topic and from the DLQ, so neither gets a
     record twice."""
-    port = free_port()
     (tmp_path / "worker.yaml").write_text(
-        f"state.dir: {tmp_path / 'state'}\nlisteners: http://127.0.0.1:{port}\n"
+        f"state.dir: {tmp_path / 'state'}\nlisteners: http://127.0.0.1:0\n"
         "offset.flush.interval.ms: 600000\n")
     conn = tmp_path / "src.yaml"
     events = tmp_path / "events"

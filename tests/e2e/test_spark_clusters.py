@@ -11,11 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.broker import free_port
 from support.files import committed_lines
 from support.spark_servers import connect_server, standalone_cluster
 from support.waiting import wait_until
-from support.worker import Worker
+from support.worker import LISTENER, Worker
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
@@ -38,9 +37,9 @@ def test_the_file_pipeline_runs_on_a_spark_cluster(master: str, tmp_path: Path):
         rows = [{"id": i, "page": f"/p{i % 5}"} for i in range(k * LINES // 2, (k + 1) * LINES // 2)]
         (indir / f"clicks-{k}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         expected += [json.dumps(r, sort_keys=True) for r in rows]
-    w = Worker(tmp_path, free_port())
+    w = Worker(tmp_path)
     (tmp_path / "worker.yaml").write_text(
-        f"state.dir: {tmp_path / 'state'}\nlisteners: {w.url}\noffset.flush.interval.ms: 500\n"
+        f"state.dir: {tmp_path / 'state'}\nlisteners: {LISTENER}\noffset.flush.interval.ms: 500\n"
         f"spark.master: {master}\nspark.driver.memory: 1g\nspark.executor.memory: 1g\n")
     source, sink = tmp_path / "source.yaml", tmp_path / "sink.yaml"
     source.write_text(f"name: src\nconnector.class: FileSource\npath: {indir}\nformat: json\n"

@@ -149,7 +149,9 @@ def test_a_bad_scenario_is_one_error_line_and_exit_code_2(tmp_path):
     out = result.stderr.strip()
     assert out.startswith(f"error: {bad}: ")
     assert len(out.splitlines()) == 1
-    assert "jion" in out or "events" in out
+    assert out.endswith("events[0]: unknown event 'jion' for kind connect (known: join, leave, "
+                        "crash, pause, advance_ms, connector_add, connector_remove, "
+                        "tasks_change)"), out
 
 
 def test_unparseable_yaml_and_missing_files_are_config_errors(tmp_path):

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support.broker import free_port
 from support.files import committed_lines
 from support.waiting import wait_until
-from support.worker import Worker
+from support.worker import LISTENER, Worker
 
 from kctl.connectors.file.source import file_id
 
@@ -93,9 +92,9 @@ def test_malformed_lines_are_dead_lettered_or_fail_the_task(
         tmp_path, transport_settings, request):
     data = write_dirty_files(tmp_path / "in")
     p = f"dirty-{request.node.callspec.id}-"  # the broker is shared by the session
-    w = Worker(tmp_path, free_port())
+    w = Worker(tmp_path)
     yaml(tmp_path / "worker.yaml", **{
-        "state.dir": str(tmp_path / "state"), "listeners": w.url,
+        "state.dir": str(tmp_path / "state"), "listeners": LISTENER,
         "offset.flush.interval.ms": 300, "spark.master": "local[1]",
         "spark.driver.memory": "1g", **transport_settings})
     source = {"connector.class": "FileSource", "batch.max.rows": 120,

@@ -13,10 +13,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from support.broker import free_port
 from support.files import committed_lines
 from support.waiting import wait_until
-from support.worker import Worker
+from support.worker import LISTENER, Worker
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
@@ -39,9 +38,9 @@ def test_rows_that_do_not_convert_are_dead_lettered_once(tmp_path):
     conn.commit()
     conn.close()
     outdir = tmp_path / "out"
-    w = Worker(tmp_path, free_port())
+    w = Worker(tmp_path)
     yaml(tmp_path / "worker.yaml", {
-        "state.dir": str(tmp_path / "state"), "listeners": w.url,
+        "state.dir": str(tmp_path / "state"), "listeners": LISTENER,
         "offset.flush.interval.ms": 200, "spark.master": "local[2]",
         "spark.driver.memory": "1g",
         "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"})

@@ -20,10 +20,9 @@ import json
 from pathlib import Path
 
 import pytest
-from support.broker import free_port
 from support.inprocess import running_worker, unique
 from support.waiting import wait_until
-from support.worker import Worker
+from support.worker import LISTENER, Worker
 
 from kctl.runtime.dlq import read_topic
 
@@ -46,8 +45,8 @@ def test_transform_failures_go_to_the_dlq_once_and_replay_after_the_fix(
         tmp_path, transport_settings, request):
     p = f"sdlq-{request.node.callspec.id}-"  # the broker is shared by the session
     topic, dlq, other = p + "numbers", p + "numbers-dlq", p + "replayed"
-    w = Worker(tmp_path, free_port())
-    write(tmp_path / "worker.yaml", {"state.dir": str(tmp_path / "state"), "listeners": w.url,
+    w = Worker(tmp_path)
+    write(tmp_path / "worker.yaml", {"state.dir": str(tmp_path / "state"), "listeners": LISTENER,
                                      "offset.flush.interval.ms": 200, **transport_settings})
     failing = {"transforms": "fail", "transforms.fail.type": "support.transforms.FailOn",
                "transforms.fail.modulo": 10, "transforms.fail.remainder": 9}

@@ -3,7 +3,6 @@ written for Connect change a kctl worker's log levels unchanged."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Iterator
 
@@ -25,8 +24,7 @@ def url(tmp_path) -> Iterator[str]:
     finally:
         for name in names:
             logging.getLogger(name).setLevel(logging.NOTSET)
-        with contextlib.suppress(Exception):
-            w.stop()
+        w.stop()
 
 
 def test_worker_scope_answers_the_names_it_set_and_get_shows_when(url):

@@ -44,8 +44,7 @@ def live_worker(state_dir: Path) -> Iterator[StandaloneWorker]:
     try:
         yield w
     finally:
-        with contextlib.suppress(Exception):
-            w.stop()
+        w.stop()
 
 
 @pytest.fixture

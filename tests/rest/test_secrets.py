@@ -9,7 +9,6 @@ exception or a log line is replaced by `[hidden]`.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 from collections.abc import Iterator
@@ -60,8 +59,7 @@ def worker(tmp_path, secret_files, monkeypatch) -> Iterator[StandaloneWorker]:
     try:
         yield w
     finally:
-        with contextlib.suppress(Exception):
-            w.stop()
+        w.stop()
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ path, and that the columnar path was really taken.
 
 from __future__ import annotations
 
-import contextlib
 import json
 
 import pytest
@@ -34,8 +33,7 @@ def worker(tmp_path):
                                        "offset.flush.interval.ms": 100}))
     w.start()
     yield w
-    with contextlib.suppress(Exception):
-        w.stop()
+    w.stop()
 
 
 def read_topic(worker: StandaloneWorker, topic: str, n: int) -> list:

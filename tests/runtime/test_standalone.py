@@ -6,7 +6,6 @@ connectors have their own end-to-end tests.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Mapping
@@ -42,8 +41,7 @@ def make_worker(tmp_path):
 
     yield make
     for w in workers:
-        with contextlib.suppress(Exception):
-            w.stop()
+        w.stop()
 
 
 def uniq(name: str, request) -> str:

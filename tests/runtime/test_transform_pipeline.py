@@ -9,8 +9,6 @@ and checked on what the sink task receives.
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
 from support import connectors as sc
 from support.waiting import wait_until
@@ -30,8 +28,7 @@ def worker(transport_settings, tmp_path):
                                        "offset.flush.interval.ms": 100, **transport_settings}))
     w.start()
     yield w
-    with contextlib.suppress(Exception):
-        w.stop()
+    w.stop()
 
 
 def test_hoist_insert_and_route_unless_the_topic_is_b(worker, request):

@@ -3,8 +3,6 @@ connectors, their target state and their offsets come back after a worker restar
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
 from support import connectors as sc
 from support.waiting import wait_until
@@ -59,8 +57,7 @@ def workers(tmp_path):
 
     yield start
     for w in started:
-        with contextlib.suppress(Exception):
-            w.stop()
+        w.stop()
 
 
 def test_a_pipeline_resumes_from_its_offsets_and_states_after_a_restart(workers, request):

@@ -74,8 +74,41 @@ def _start_broker(timeout: float) -> Broker:
             raise PortTaken(f"broker exited with {proc.returncode} (port {port} taken?)")
         try:
             with socket.create_connection(("127.0.0.1", port), 0.2):
-                return Broker(proc, port)
+                pass
         except OSError:
             time.sleep(0.05)
+            continue
+        if listens(proc.pid, port) is False:  # another process answers there
+            proc.kill()
+            proc.wait(10)
+            raise PortTaken(f"port {port} is taken by another process")
+        return Broker(proc, port)
     proc.kill()
     raise RuntimeError("broker did not start listening")
+
+
+def listens(pid: int, port: int) -> bool | None:
+    """Whether process `pid` holds the socket listening on `port` (None: no /proc to ask).
+
+    A connect only shows that *something* listens: a port handed out free may have been
+    taken by another process before the server bound it."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = [line.split() for line in f.readlines()[1:]]
+        except OSError:
+            return None
+        inodes |= {r[9] for r in rows if r[3] == "0A" and int(r[1].rsplit(":", 1)[1], 16) == port}
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return None
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:[") and link[8:-1] in inodes:
+            return True
+    return False

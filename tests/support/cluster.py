@@ -12,9 +12,8 @@ import httpx
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from support.broker import free_port
 from support.waiting import wait_until
-from support.worker import Worker
+from support.worker import LISTENER, Worker
 
 SESSION_MS = 6000
 
@@ -44,13 +43,15 @@ class ClusterWorker(Worker):
     def __init__(self, root: Path, name: str, settings: Mapping[str, Any]):
         work = root / name
         work.mkdir(parents=True, exist_ok=True)
-        port = free_port()
-        super().__init__(work, port)
+        super().__init__(work)
         self.name = name
-        self.worker_id = f"127.0.0.1:{port}"
         (work / "worker.yaml").write_text(yaml.safe_dump({
-            **settings, "listeners": f"http://127.0.0.1:{port}",
-            "state.dir": str(work / "state")}))
+            **settings, "listeners": LISTENER, "state.dir": str(work / "state")}))
+
+    @property
+    def worker_id(self) -> str:
+        """host:port, as the group and the status topic name this worker."""
+        return self.url.split("://", 1)[1]
 
     def start(self, *connector_files: Path) -> None:
         super().start(*connector_files)
@@ -70,10 +71,6 @@ class ClusterWorker(Worker):
 
     def task_starts(self) -> int:
         return int(self.metric("task_startup_attempts_total"))
-
-    def log(self) -> str:
-        path = self.work / "worker.log"
-        return path.read_text() if path.exists() else ""
 
 
 class Cluster:

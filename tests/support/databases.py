@@ -19,7 +19,9 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
+
+import pytest
 
 from support.broker import free_port
 
@@ -140,7 +142,10 @@ def start_postgres() -> Server:
     """The PostgreSQL on 5432 if one answers, else a throwaway cluster (initdb) on a free port."""
     if _answers(5432):
         return Server("postgresql", 5432, "postgres")
-    bindir = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1]
+    bindirs = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
+    if not bindirs:
+        _missing("PostgreSQL", 5432, "postgresql")
+    bindir = bindirs[-1]
     datadir = tempfile.mkdtemp(prefix="kctl-pg-")
     os.chmod(datadir, 0o777)
     as_user = [] if os.geteuid() != 0 else ["runuser", "-u", "postgres", "--"]
@@ -159,6 +164,8 @@ def start_mariadb() -> Server:
     """The MariaDB on 3306 if one answers, else a throwaway server on a free port."""
     if _answers(3306):
         return Server("mariadb", 3306, "root")
+    if not (shutil.which("mariadb-install-db") and os.path.exists("/usr/sbin/mariadbd")):
+        _missing("MariaDB", 3306, "mariadb-server")
     datadir = tempfile.mkdtemp(prefix="kctl-maria-")
     user = ["--user=root"] if os.geteuid() == 0 else []
     subprocess.run(["mariadb-install-db", f"--datadir={datadir}", *user,
@@ -171,3 +178,9 @@ def start_mariadb() -> Server:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _wait(port, proc, "mariadbd")
     return Server("mariadb", port, "root", proc, datadir)
+
+
+def _missing(what: str, port: int, package: str) -> NoReturn:
+    pytest.fail(f"{what} neither answers on 127.0.0.1:{port} nor is installed: run "
+                "`bash scripts/test-deps.sh` (as root it installs what the tests need, else it "
+                f"prints the command), or `apt-get install {package}`", pytrace=False)

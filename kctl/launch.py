@@ -14,6 +14,7 @@ from typing import Any
 from kctl.errors import ConfigError, KctlError, ValidationError
 from kctl.exit_status import ExitStatus
 from kctl.rest.app import create_app
+from kctl.rest.internal import InterWorkerClient
 from kctl.rest.server import RestServer
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.secrets import install_log_redaction
@@ -124,7 +125,8 @@ class DistributedWorker:
         self.configs, self.statuses, self.offsets = stores
         self.herder = DistributedHerder(
             "starting", self.plugins, self.configs, self.statuses, self.offsets, url="",
-            worker_config=config, driver_factory=self._driver)
+            worker_config=config, driver_factory=self._driver,
+            send_task_configs=InterWorkerClient().post_task_configs)
         host, port = config.listener()
         try:
             self.rest = RestServer(create_app(self.herder), host, port)

@@ -151,11 +151,6 @@ class KafkaConfigBackingStore(ConfigBackingStore):
         """Catch up with every change written so far (a worker behind the leader)."""
         self._log.read_to_end(self.timeout)
 
-    @property
-    def offset(self) -> int:
-        with self._lock:
-            return self._state.offset
-
     def reset_state(self) -> None:
         """For tests and a worker that restarts its log: forget what was applied."""
         with self._lock:

@@ -19,7 +19,6 @@ from kctl.errors import AlreadyExistsError, NotFoundError
 from kctl.runtime.abstract_herder import AbstractHerder
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.worker import Worker
-from kctl.runtime.worker_config import BOOTSTRAP_SERVERS_CONFIG
 from kctl.states import ConnectorInfo, ConnectorStatus, State, TargetState, TaskId
 from kctl.storage.configs import ConfigBackingStore, RestartRequest
 from kctl.storage.offsets import OffsetBackingStore
@@ -189,33 +188,3 @@ class StandaloneHerder(AbstractHerder):
             self._stop_connector_and_tasks(name)
             self.configs.remove_connector(name)
             self.statuses.remove_connector(name)
-
-
-# -- the `kctl worker start` entry point ---------------------------------------------------------
-
-
-def build_stores(state_dir: Any) -> tuple[Any, Any, Any]:
-    from kctl.storage.configs import FileConfigBackingStore
-    from kctl.storage.offsets import FileOffsetBackingStore
-    from kctl.storage.status import FileStatusBackingStore
-
-    offsets = FileOffsetBackingStore(state_dir / "offsets.json")
-    configs = FileConfigBackingStore(state_dir / "configs.json")
-    statuses = FileStatusBackingStore(state_dir / "status.json")
-    for s in (offsets, configs, statuses):
-        s.start()
-    return offsets, configs, statuses
-
-
-def build_transport(config: Any) -> Any:
-    if config.embedded:
-        from kctl.transport.embedded import EmbeddedTransport
-
-        # sink groups default to cooperative-sticky, as on the Kafka transport: a sink task
-        # joining or leaving moves only the partitions that must move
-        return EmbeddedTransport(config.state_dir, fsync=config.get_bool("log.fsync"),
-                                 assignment_strategy="cooperative-sticky")
-    from kctl.transport.kafka import KafkaTransport
-
-    return KafkaTransport(config.get_list(BOOTSTRAP_SERVERS_CONFIG),
-                          admin_config=config.with_prefix("admin."))

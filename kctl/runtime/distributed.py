@@ -266,6 +266,10 @@ class DistributedHerder(AbstractHerder):
             result: T = request.future.result(self._request_timeout_s)
             return result
         except FutureTimeout:
+            if not request.future.cancel():  # it has just started: its answer is due
+                late: T = request.future.result()
+                return late
+            # cancelled: a request answered 409 must not run once the group settles
             raise ConflictError("Request timed out: the worker group did not settle within "
                                 f"{self._request_timeout_s:g} s (a rebalance is in progress)"
                                 ) from None

@@ -55,7 +55,7 @@ class Cluster:
         self.statuses = MemoryStatusBackingStore()
         self.offsets = MemoryOffsetBackingStore()
         self.transport = EmbeddedTransport(tmp_path / "log")
-        self.settings = {"state.dir": str(tmp_path / "state"), 
+        self.settings = {"state.dir": str(tmp_path / "state"),
                          "session.timeout.ms": SESSION_MS,
                          "heartbeat.interval.ms": HEARTBEAT_MS,
                          "scheduled.rebalance.max.delay.ms": delay_ms}

@@ -512,7 +512,12 @@ class DistributedHerder(AbstractHerder):
 
     @property
     def signs_internal_requests(self) -> bool:
-        return self.protocol == "sessioned"
+        """Internal requests are signed when the group agreed on `sessioned` (KIP-507), not
+        merely when this worker offers it: during a rolling upgrade the group runs the
+        protocol every member supports."""
+        m = self.member
+        negotiated = m.protocol if m is not None and m.protocol else self.protocol
+        return negotiated == "sessioned"
 
     def session_key(self) -> SessionKey | None:
         return self.configs.session_key() if self.signs_internal_requests else None

@@ -52,10 +52,9 @@ class GroupWork:
 
     __slots__ = ("done", "lost", "partitions", "start")
 
-    def __init__(self, start: bool, partitions: frozenset[Any], lost: bool = False):
+    def __init__(self, start: bool, partitions: frozenset[TopicPartition], lost: bool = False):
         self.start = start
-        # the assignors' partitions as the runtime's (kctl.api) values
-        self.partitions = sorted(TopicPartition(tp.topic, tp.partition) for tp in partitions)
+        self.partitions = sorted(partitions)
         self.lost = lost
         self.done = threading.Event()
 

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from operator import attrgetter
 
-from kctl.errors import ConfigError, PluginError
+from kctl.api.records import TopicPartition
+from kctl.errors import PluginError
 
 __all__ = [
     "DEFAULT_GENERATION",
@@ -52,25 +53,6 @@ __all__ = [
 
 DEFAULT_GENERATION = -1
 ENTRY_POINT_GROUP = "kctl.assignors"
-
-
-@dataclass(frozen=True, order=True, slots=True)
-class TopicPartition:
-    """One partition of a topic; sorts by topic then partition; str() is "T0-0"."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-    @classmethod
-    def parse(cls, text: str) -> TopicPartition:
-        """Inverse of str(): the partition number follows the last dash."""
-        topic, dash, number = text.rpartition("-")
-        if not dash or not topic or not number.isdigit():
-            raise ConfigError(f"not a topic partition (expected 'topic-N'): {text!r}", key=text)
-        return cls(topic, int(number))
 
 
 def _tuple_of(values: Iterable) -> tuple:

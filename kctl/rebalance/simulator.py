@@ -25,7 +25,7 @@ from kctl.group.assignors.connect import (
     ConnectorsAndTasks,
 )
 from kctl.group.connect_coordinator import ConnectHandler
-from kctl.group.consumer_coordinator import ConsumerHandler, assignment_strategy
+from kctl.group.consumer_coordinator import ConsumerHandler
 from kctl.group.protocol import (
     Coordinator,
     CoordinatorReply,
@@ -51,6 +51,7 @@ from kctl.group.protocol import (
     SyncGroupResponse,
 )
 from kctl.rebalance.scenario import Event, Scenario
+from kctl.transport.assignor_plugins import assignment_strategy
 
 __all__ = [
     "SimulationResult",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -18,6 +19,8 @@ from support.waiting import wait_until
 
 from kctl.errors import ConflictError, RequestTargetError
 from kctl.rebalance.driver import InProcessGroup, InProcessGroupDriver
+from kctl.rebalance.scenario import Scenario
+from kctl.rebalance.simulator import simulate
 from kctl.rest.app import create_app
 from kctl.rest.internal import InterWorkerClient
 from kctl.rest.server import RestServer
@@ -364,3 +367,37 @@ def test_over_rest_followers_forward_writes_restarts_and_task_configs(cluster):
     assert r.status_code == 204, r.text
     wait_until(lambda: len(rc.TASK_STARTS[on_follower]) == starts + 1)
     assert c.running_tasks(on_follower)[0] == owner
+
+
+# -- what explain predicts -----------------------------------------------------------------
+
+
+def test_the_herders_record_the_generations_the_simulator_predicts(cluster):
+    """`kctl rebalance explain` runs the same member and coordinator code: a story told to
+    the simulator and acted out by real herders gives the same record of every generation
+    from every worker (who led, the members, what each was assigned and revoked, the
+    assignor's sets), all but the clock they were completed at."""
+    name = unique("story")
+    delay = 300_000
+    scenario = Scenario.from_dict({
+        "kind": "connect", "protocol": "sessioned", "workers": ["w1"],
+        "scheduled_rebalance_max_delay_ms": delay, "connectors": {name: 3},
+        "events": [{"at_ms": 1000, "join": ["w2"]}, {"at_ms": 2000, "join": ["w3"]},
+                   {"at_ms": 3000, "leave": "w2"}]})
+    predicted = simulate(scenario).records
+
+    c = cluster(delay_ms=delay)
+    config = {**sharded(3), "name": name}
+    c.configs.put_connector_config(name, config)
+    c.configs.put_task_configs(name, [{**config, "shard": str(i), "of": "3"} for i in range(3)])
+    herders = [c.start("w1"), c.start("w2"), c.start("w3")]
+    c.stop("w2")
+    c.settle()
+
+    def comparable(records):
+        return sorted((replace(r, at_ms=0) for r in records),
+                      key=lambda r: (r.generation, r.worker))
+
+    acted = [r for h in herders for r in h.history]
+    assert comparable(acted) == comparable(predicted)
+    assert len(predicted) >= 6  # three joins and a leave, each seen by several workers

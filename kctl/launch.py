@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import logging
 import threading
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kctl.errors import ConfigError, KctlError, ValidationError
 from kctl.exit_status import ExitStatus
+from kctl.group.assignors.connect import ConnectAssignment, ConnectorsAndTasks
+from kctl.group.driver import GroupDriver
+from kctl.group.protocol import GroupMember
 from kctl.rest.app import create_app
 from kctl.rest.internal import InterWorkerClient
 from kctl.rest.server import RestServer
@@ -110,7 +114,7 @@ def topic_stores(transport: Transport, config: WorkerConfig) -> Stores:
     return Stores(configs, statuses, offsets)
 
 
-class _WorkerProcess:
+class _WorkerProcess(ABC):
     """What every worker process does alike: Spark, plugins, the REST port bound before
     anything is touched, and the order things start and stop in. A kind of worker adds
     its transport, stores and herder (`_assemble`)."""
@@ -138,8 +142,9 @@ class _WorkerProcess:
             raise
         self.rest.app = create_app(self.herder, client=InterWorkerClient())
 
+    @abstractmethod
     def _assemble(self) -> None:
-        raise NotImplementedError
+        """Build the transport, the stores and the herder (after the port is bound)."""
 
     # the stores, as tests and older callers name them
     @property
@@ -221,7 +226,8 @@ class DistributedWorker(_WorkerProcess):
             worker_config=config, driver_factory=self._driver,
             send_task_configs=InterWorkerClient().post_task_configs)
 
-    def _driver(self, member: Any) -> Any:
+    def _driver(self, member: GroupMember[ConnectorsAndTasks]
+                ) -> GroupDriver[ConnectAssignment]:
         from kctl.transport.kafka_group import CONNECT_CODEC, BrokerGroupDriver
 
         return BrokerGroupDriver(",".join(self.config.get_list(BOOTSTRAP_SERVERS_CONFIG)),

@@ -70,12 +70,15 @@ def verify(key: SessionKey | None, body: bytes, headers: Mapping[str, str]) -> N
 class InterWorkerClient:
     """HTTP to other workers of the cluster, at the base URLs they advertised."""
 
-    def __init__(self, *, timeout_s: float = FORWARD_TIMEOUT_S):
+    def __init__(self, options: Mapping[str, Any] | None = None, *,
+                 timeout_s: float = FORWARD_TIMEOUT_S):
+        """`options`: what every inter-worker request is made with (httpx client options:
+        `verify` for https between workers, `auth`, ...)."""
+        self.options = dict(options or {})
         self.timeout_s = timeout_s
 
     def _client_options(self) -> dict[str, Any]:
-        """What every inter-worker request is made with (the place for TLS and auth)."""
-        return {}
+        return dict(self.options)
 
     def post_task_configs(self, leader_url: str, connector: str,
                           configs: list[dict[str, str]], key: SessionKey | None) -> None:

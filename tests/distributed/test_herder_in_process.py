@@ -9,6 +9,7 @@ one embedded log; the connectors are pure Python and write nothing.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -22,7 +23,13 @@ from kctl.rebalance.driver import InProcessGroup, InProcessGroupDriver
 from kctl.rebalance.scenario import Scenario
 from kctl.rebalance.simulator import simulate
 from kctl.rest.app import create_app
-from kctl.rest.internal import InterWorkerClient
+from kctl.rest.internal import (
+    SIGNATURE_ALGORITHM,
+    SIGNATURE_ALGORITHM_HEADER,
+    SIGNATURE_HEADER,
+    InterWorkerClient,
+    sign,
+)
 from kctl.rest.server import RestServer
 from kctl.runtime.distributed import DistributedHerder, TaskConfigSender
 from kctl.runtime.plugins import Plugins
@@ -401,3 +408,38 @@ def test_the_herders_record_the_generations_the_simulator_predicts(cluster):
     acted = [r for h in herders for r in h.history]
     assert comparable(acted) == comparable(predicted)
     assert len(predicted) >= 6  # three joins and a leave, each seen by several workers
+
+
+def test_the_leader_takes_task_configs_only_signed_with_the_groups_session_key(cluster):
+    """KIP-507 under connect.protocol=sessioned: the internal endpoint refuses a request
+    without a signature, with another algorithm or with a wrong key, in Kafka's words."""
+    c = cluster(rest=True)
+    c.start("w1")
+    name = unique("signed")
+    c.leader.create_connector(name, sharded(1, tasks_max=2))
+    all_running(c, name, 1)
+    key = wait_until(c.configs.session_key)
+    url = f"{c.servers['w1'].url}/connectors/{name}/tasks?forward=false"
+    configs = [{**sharded(2), "name": name, "shard": str(i), "of": "2"} for i in range(2)]
+    body = json.dumps(configs).encode()
+
+    def post(headers):
+        return httpx.post(url, content=body, timeout=30,
+                          headers={"Content-Type": "application/json", **headers})
+
+    refused = {
+        "Internal request missing required signature": {},
+        "Internal request signature algorithm HmacMD5 is not supported": {
+            SIGNATURE_HEADER: sign(key.key, body), SIGNATURE_ALGORITHM_HEADER: "HmacMD5"},
+        "Internal request contained invalid signature.": {
+            SIGNATURE_HEADER: sign(b"not the group's key", body)},
+    }
+    for message, headers in refused.items():
+        r = post(headers)
+        assert r.status_code == 403 and message in r.json()["message"], r.text
+    assert len(c.configs.task_configs(name)) == 1
+
+    r = post({SIGNATURE_HEADER: sign(key.key, body),
+              SIGNATURE_ALGORITHM_HEADER: SIGNATURE_ALGORITHM})
+    assert r.status_code == 204, r.text
+    assert c.configs.task_configs(name) == configs

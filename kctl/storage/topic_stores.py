@@ -52,8 +52,9 @@ def storage_topic(worker_config: Mapping[str, Any], which: tuple[str, int]) -> L
     key, default_partitions = which
     name = worker_config.get(key)
     if not name:
+        example = {"config": "configs", "offset": "offsets"}.get(key.split(".")[0], "status")
         raise ConfigError(f"{key} is required for a distributed worker (e.g. connect-"
-                          f"{key.split('.')[0]}s)", key=key)
+                          f"{example})", key=key)
     prefix = key.removesuffix(".topic")
     partitions = int(worker_config.get(f"{prefix}.partitions", default_partitions))
     if key == CONFIG_TOPIC[0] and partitions != 1:

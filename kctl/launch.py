@@ -9,26 +9,177 @@ from __future__ import annotations
 
 import logging
 import threading
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kctl.errors import ConfigError, KctlError, ValidationError
 from kctl.exit_status import ExitStatus
+from kctl.group.assignors.connect import ConnectAssignment, ConnectorsAndTasks
+from kctl.group.driver import GroupDriver
+from kctl.group.protocol import GroupMember
 from kctl.rest.app import create_app
+from kctl.rest.internal import InterWorkerClient
 from kctl.rest.server import RestServer
+from kctl.runtime.abstract_herder import AbstractHerder
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.secrets import install_log_redaction
 from kctl.runtime.spark import SparkEngine
-from kctl.runtime.standalone import StandaloneHerder, build_stores, build_transport
+from kctl.runtime.standalone import StandaloneHerder
 from kctl.runtime.validation import raise_if_invalid, validate_config
 from kctl.runtime.worker import Worker
-from kctl.runtime.worker_config import BOOTSTRAP_SERVERS_CONFIG
+from kctl.runtime.worker_config import BOOTSTRAP_SERVERS_CONFIG, WorkerConfig
+from kctl.storage.configs import ConfigBackingStore
+from kctl.storage.offsets import OffsetBackingStore
+from kctl.storage.status import StatusBackingStore
+from kctl.transport.base import Transport
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DistributedWorker", "StandaloneWorker", "run_worker"]
+__all__ = ["DistributedWorker", "StandaloneWorker", "Stores", "build_transport", "file_stores",
+           "run_worker", "topic_stores"]
 
 
-class StandaloneWorker:
+# -- what a worker process is built from -----------------------------------------------------
+
+
+def build_transport(config: WorkerConfig) -> Transport:
+    """The embedded log under `state.dir`, or Kafka when `bootstrap.servers` is set."""
+    if config.embedded:
+        from kctl.transport.embedded import EmbeddedTransport
+
+        # sink groups default to cooperative-sticky, as on the Kafka transport: a sink task
+        # joining or leaving moves only the partitions that must move
+        return EmbeddedTransport(config.state_dir, fsync=config.get_bool("log.fsync"),
+                                 assignment_strategy="cooperative-sticky")
+    from kctl.transport.kafka import KafkaTransport
+
+    return KafkaTransport(config.get_list(BOOTSTRAP_SERVERS_CONFIG),
+                          admin_config=config.with_prefix("admin."))
+
+
+@dataclass(frozen=True)
+class Stores:
+    """A worker's config, status and offset stores, started."""
+
+    configs: ConfigBackingStore
+    statuses: StatusBackingStore
+    offsets: OffsetBackingStore
+
+    def stop(self) -> None:
+        for s in (self.offsets, self.configs, self.statuses):
+            try:
+                s.stop()
+            except Exception as e:
+                log.warning("Stopping a store failed: %s", e)
+
+
+def file_stores(state_dir: Path) -> Stores:
+    """A standalone worker's stores: JSON files under `state.dir`."""
+    from kctl.storage.configs import FileConfigBackingStore
+    from kctl.storage.offsets import FileOffsetBackingStore
+    from kctl.storage.status import FileStatusBackingStore
+
+    stores = Stores(FileConfigBackingStore(state_dir / "configs.json"),
+                    FileStatusBackingStore(state_dir / "status.json"),
+                    FileOffsetBackingStore(state_dir / "offsets.json"))
+    for s in (stores.offsets, stores.configs, stores.statuses):
+        s.start()
+    return stores
+
+
+def topic_stores(transport: Transport, config: WorkerConfig) -> Stores:
+    """A distributed worker's stores: Kafka Connect's compacted topics, read to their end
+    (those already started are stopped when one cannot start)."""
+    from kctl.storage.topic_stores import (
+        KafkaConfigBackingStore,
+        KafkaOffsetBackingStore,
+        KafkaStatusBackingStore,
+    )
+
+    settings = dict(config.values)
+    started: list[Any] = []
+    try:
+        for store in (KafkaConfigBackingStore(transport, settings),
+                      KafkaStatusBackingStore(transport, settings),
+                      KafkaOffsetBackingStore(transport, settings)):
+            store.start()
+            started.append(store)
+    except BaseException:
+        for store in started:
+            store.stop()
+        raise
+    configs, statuses, offsets = started
+    return Stores(configs, statuses, offsets)
+
+
+class _WorkerProcess(ABC):
+    """What every worker process does alike: Spark, plugins, the REST port bound before
+    anything is touched, and the order things start and stop in. A kind of worker adds
+    its transport, stores and herder (`_assemble`)."""
+
+    herder: AbstractHerder
+    transport: Transport
+    stores: Stores
+
+    def __init__(self, config: WorkerConfig, plugins: Plugins | None = None):
+        self.config = config
+        self.spark = SparkEngine(config.spark_conf())
+        self.plugins = plugins or Plugins(config.get_list("plugin.path"))
+        for err in self.plugins.load_errors:
+            log.warning("plugin: %s", err)
+        host, port = config.listener()
+        try:
+            self.rest = RestServer(None, host, port)
+        except ConfigError as e:
+            raise ConfigError(f"{config.source}: listeners: {e}", key="listeners",
+                              source=config.source) from e
+        try:
+            self._assemble()
+        except BaseException:
+            self.rest.stop()
+            raise
+        self.rest.app = create_app(self.herder, client=InterWorkerClient())
+
+    @abstractmethod
+    def _assemble(self) -> None:
+        """Build the transport, the stores and the herder (after the port is bound)."""
+
+    # the stores, as tests and older callers name them
+    @property
+    def configs(self) -> ConfigBackingStore:
+        return self.stores.configs
+
+    @property
+    def statuses(self) -> StatusBackingStore:
+        return self.stores.statuses
+
+    @property
+    def offsets(self) -> OffsetBackingStore:
+        return self.stores.offsets
+
+    def start(self) -> None:
+        self.spark.preload()
+        self.rest.start()
+        worker = Worker(self.config, worker_id=self.herder.worker_id, transport=self.transport,
+                        offset_store=self.stores.offsets, status=self.herder,
+                        plugins=self.plugins, spark=self.spark)
+        self.herder.start(worker)
+
+    def stop(self) -> None:
+        try:
+            self.rest.stop()
+        finally:
+            try:
+                self.herder.stop()
+            finally:
+                self.spark.stop()
+                self.stores.stop()
+                self.transport.close()
+
+
+class StandaloneWorker(_WorkerProcess):
     """Everything one `kctl worker start` runs, wired together; also used by tests.
 
     Nothing touches state.dir until everything that can be checked without it has been:
@@ -36,136 +187,51 @@ class StandaloneWorker:
     that cannot start leaves no state directory, lock or log behind.
     """
 
-    def __init__(self, config: Any, plugins: Plugins | None = None):
-        self.config = config
-        self.spark = SparkEngine(config.spark_conf())
-        self.plugins = plugins or Plugins(config.get_list("plugin.path"))
-        for err in self.plugins.load_errors:
-            log.warning("plugin: %s", err)
-        self.herder = StandaloneHerder("starting", self.plugins, None, None, None)
-        host, port = config.listener()
+    def _assemble(self) -> None:
+        config = self.config
+        config.state_dir.mkdir(parents=True, exist_ok=True)
+        self.transport = build_transport(config)
         try:
-            self.rest = RestServer(create_app(self.herder), host, port)
-        except ConfigError as e:
-            raise ConfigError(f"{config.source}: listeners: {e}", key="listeners",
-                              source=config.source) from e
-        try:
-            config.state_dir.mkdir(parents=True, exist_ok=True)
-            self.transport = build_transport(config)
+            self.stores = file_stores(config.state_dir)
         except BaseException:
-            self.rest.stop()
-            raise
-        try:
-            self.offsets, self.configs, self.statuses = build_stores(config.state_dir)
-        except BaseException:
-            self.rest.stop()
             self.transport.close()
             raise
-        self.herder.configs, self.herder.statuses = self.configs, self.statuses
-        self.herder.offsets = self.offsets
-
-    def start(self) -> None:
-        self.spark.preload()
-        self.rest.start()
-        self.herder.worker_id = self.config.worker_id(self.rest.port)
-        worker = Worker(self.config, worker_id=self.herder.worker_id, transport=self.transport,
-                        offset_store=self.offsets, status=self.herder, plugins=self.plugins,
-                        spark=self.spark)
-        self.herder.start(worker)
-
-    def stop(self) -> None:
-        try:
-            self.rest.stop()
-        finally:
-            try:
-                self.herder.stop()
-            finally:
-                self.spark.stop()
-                for s in (self.offsets, self.configs, self.statuses):
-                    s.stop()
-                self.transport.close()
+        s = self.stores
+        self.herder = StandaloneHerder(config.worker_id(self.rest.port), self.plugins,
+                                       s.configs, s.statuses, s.offsets)
 
 
-class DistributedWorker:
+class DistributedWorker(_WorkerProcess):
     """One worker of a cluster (`group.id` and `bootstrap.servers` set): the Kafka stores,
     the group driver and the DistributedHerder behind the same REST API (Kafka's
     ConnectDistributed)."""
 
-    def __init__(self, config: Any, plugins: Plugins | None = None):
+    def _assemble(self) -> None:
         from kctl.runtime.distributed import DistributedHerder
-        from kctl.storage.topic_stores import (
-            KafkaConfigBackingStore,
-            KafkaOffsetBackingStore,
-            KafkaStatusBackingStore,
-        )
 
-        self.config = config
-        self.spark = SparkEngine(config.spark_conf())
-        self.plugins = plugins or Plugins(config.get_list("plugin.path"))
-        for err in self.plugins.load_errors:
-            log.warning("plugin: %s", err)
+        config = self.config
         log.info("Source tasks of this distributed worker are at-least-once "
                  "(exactly.once.source.support applies to standalone workers); "
                  "exactly-once sinks keep their guarantee")
-        settings = dict(config.values)
         self.transport = build_transport(config)
-        stores: list[Any] = []
         try:
-            for cls in (KafkaConfigBackingStore, KafkaStatusBackingStore,
-                        KafkaOffsetBackingStore):
-                store = cls(self.transport, settings)
-                store.start()
-                stores.append(store)
+            self.stores = topic_stores(self.transport, config)
         except BaseException:
-            for store in stores:
-                store.stop()
             self.transport.close()
             raise
-        self.configs, self.statuses, self.offsets = stores
+        url = config.advertised(self.rest.port)
+        s = self.stores
         self.herder = DistributedHerder(
-            "starting", self.plugins, self.configs, self.statuses, self.offsets, url="",
-            worker_config=config, driver_factory=self._driver)
-        host, port = config.listener()
-        try:
-            self.rest = RestServer(create_app(self.herder), host, port)
-        except BaseException:
-            self._stop_stores()
-            raise
+            url.split("://", 1)[1], self.plugins, s.configs, s.statuses, s.offsets, url=url,
+            worker_config=config, driver_factory=self._driver,
+            send_task_configs=InterWorkerClient().post_task_configs)
 
-    def _driver(self, member: Any) -> Any:
+    def _driver(self, member: GroupMember[ConnectorsAndTasks]
+                ) -> GroupDriver[ConnectAssignment]:
         from kctl.transport.kafka_group import CONNECT_CODEC, BrokerGroupDriver
 
         return BrokerGroupDriver(",".join(self.config.get_list(BOOTSTRAP_SERVERS_CONFIG)),
                                  self.config.get_str("group.id"), member, CONNECT_CODEC)
-
-    def start(self) -> None:
-        self.spark.preload()
-        self.rest.start()
-        url = self.config.advertised(self.rest.port)
-        self.herder.url = url
-        self.herder.worker_id = url.split("://", 1)[1]
-        worker = Worker(self.config, worker_id=self.herder.worker_id, transport=self.transport,
-                        offset_store=self.offsets, status=self.herder, plugins=self.plugins,
-                        spark=self.spark)
-        self.herder.start(worker)
-
-    def _stop_stores(self) -> None:
-        for s in (self.offsets, self.configs, self.statuses):
-            try:
-                s.stop()
-            except Exception as e:
-                log.warning("Stopping a store failed: %s", e)
-        self.transport.close()
-
-    def stop(self) -> None:
-        try:
-            self.rest.stop()
-        finally:
-            try:
-                self.herder.stop()
-            finally:
-                self.spark.stop()
-                self._stop_stores()
 
 
 def build_worker(config: Any, plugins: Plugins | None = None) -> StandaloneWorker | DistributedWorker:

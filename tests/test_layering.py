@@ -56,6 +56,8 @@ def add_import(root: Path, module: str, line: str) -> None:
          "kctl.connectors is not allowed to import kctl.states"),
         ("kctl.group.protocol", "import threading",
          "kctl.group is not allowed to import threading"),
+        ("kctl.group.assignors.consumer", "import importlib.metadata",
+         "kctl.group is not allowed to import importlib"),
         ("kctl.states", "import kctl.api",
          "kctl.states is not allowed to import kctl.api"),
     ],

@@ -9,15 +9,27 @@ from enum import Enum
 from typing import Any
 
 from kctl.api.data import Schema
+from kctl.errors import ConfigError
 
 
 @dataclass(frozen=True, slots=True, order=True)
 class TopicPartition:
+    """One partition of a topic, everywhere in kctl (records, transports, assignors);
+    sorts by topic then partition; str() is "T0-0"."""
+
     topic: str
     partition: int
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+    @classmethod
+    def parse(cls, text: str) -> TopicPartition:
+        """Inverse of str(): the partition number follows the last dash."""
+        topic, dash, number = text.rpartition("-")
+        if not dash or not topic or not number.isdigit():
+            raise ConfigError(f"not a topic partition (expected 'topic-N'): {text!r}", key=text)
+        return cls(topic, int(number))
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,6 +83,9 @@ class ConnectHandler:
         self.memory: Any = None
         # generation -> (the assignor's named sets, the scheduled delay): what explain shows
         self.reports: dict[int, tuple[dict[str, Any], int]] = {}
+        # the leader's view of the last generation it assigned: client id -> advertised URL
+        # (where a request for another member's task is forwarded, Kafka's ownerUrl)
+        self.member_urls: dict[str, str] = {}
         self._assignors: dict[str, ConnectAssignor] = {}
 
     def empty(self) -> ConnectorsAndTasks:
@@ -125,6 +128,7 @@ class ConnectHandler:
             )
             self._assignors[protocol] = assignor
         metadata: dict[str, WorkerMetadata] = {m.member_id: m.metadata for m in members}
+        self.member_urls = {m.client_id: m.metadata.url for m in members}
         result = assignor.assign(
             leader=leader,
             leader_url=metadata[leader].url,

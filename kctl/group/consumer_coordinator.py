@@ -9,8 +9,9 @@ The simulator behind `kctl rebalance explain` and the embedded log's consumer gr
 use this class, so what explain shows is what an embedded sink group does.
 
 `partition.assignment.strategy` is parsed here too, accepting what Kafka accepts (short
-names, Kafka's class names, a comma-separated list in order of preference) plus the
-entry points registered under `kctl.assignors` and ConsumerPartitionAssignor classes.
+names, Kafka's class names, a comma-separated list in order of preference) plus
+ConsumerPartitionAssignor classes and the names of the plugins it is handed (the
+`kctl.assignors` entry points a worker found, `kctl.transport.assignor_plugins`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from typing import Any
 
 from kctl.errors import ConfigError, PluginError
 from kctl.group.assignors.consumer import (
+    NO_PLUGINS,
     Assignment,
+    AssignorPlugins,
     ConsumerPartitionAssignor,
     RebalanceProtocol,
     Subscription,
@@ -62,9 +65,9 @@ def _strategy_items(value: Any) -> list[Strategy]:
     return [value]
 
 
-def _instantiate(item: Any) -> ConsumerPartitionAssignor:
+def _instantiate(item: Any, plugins: AssignorPlugins) -> ConsumerPartitionAssignor:
     if isinstance(item, str):
-        return consumer_assignor(item)
+        return consumer_assignor(item, plugins)
     if isinstance(item, type) and issubclass(item, ConsumerPartitionAssignor):
         return item()
     raise PluginError(
@@ -73,7 +76,8 @@ def _instantiate(item: Any) -> ConsumerPartitionAssignor:
     )
 
 
-def assignment_strategy(value: Any = None) -> list[ConsumerPartitionAssignor]:
+def assignment_strategy(value: Any = None, plugins: AssignorPlugins = NO_PLUGINS
+                        ) -> list[ConsumerPartitionAssignor]:
     """Fresh assignors for one member, most preferred first, from the value of
     `partition.assignment.strategy` (None: Kafka's default, range then cooperative-sticky).
 
@@ -87,7 +91,7 @@ def assignment_strategy(value: Any = None) -> list[ConsumerPartitionAssignor]:
     assignors: dict[str, ConsumerPartitionAssignor] = {}
     for item in items:
         try:
-            assignor = _instantiate(item)
+            assignor = _instantiate(item, plugins)
         except PluginError as exc:
             raise ConfigError(f"{ASSIGNMENT_STRATEGY_CONFIG}: {exc}",
                               key=ASSIGNMENT_STRATEGY_CONFIG) from exc

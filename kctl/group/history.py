@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kctl.group.assignors.connect import ConnectorsAndTasks
+from kctl.group.protocol import GroupMember, JoinGroup
 
-__all__ = ["GenerationCompleted", "GenerationRecord", "record_key"]
+__all__ = ["GenerationCompleted", "GenerationRecord", "GenerationRecorder", "record_key"]
 
 
 def record_key(worker: str, generation: int) -> str:
@@ -86,3 +87,51 @@ class GenerationCompleted:
     """Driver -> application: this worker completed a generation (persist the record)."""
 
     record: GenerationRecord
+
+
+class GenerationRecorder:
+    """What a driver notes between two generations of its member, so each generation the
+    member completes gets its record: why it joined (the first reason since the last one),
+    the members the leader saw, and what the member stopped and started meanwhile. Every
+    driver (the broker's, the in-process one) records through this, so their records agree."""
+
+    def __init__(self, member: GroupMember[Any]):
+        self.member = member
+        self._join_reason = ""
+        self._members: tuple[str, ...] = ()
+        self._stopped: Any = member.handler.empty()
+        self._started: Any = member.handler.empty()
+
+    def sent(self, request: Any) -> None:
+        if isinstance(request, JoinGroup) and not self._join_reason:
+            # the first reason since the last generation is its cause; later rejoins of
+            # the same rebalance give none
+            self._join_reason = request.reason
+
+    def joined(self, members: tuple[str, ...]) -> None:
+        """The member ids a JoinGroup answer listed (only the leader's lists any)."""
+        self._members = members
+
+    def stopped(self, work: Any) -> None:
+        self._stopped = self._stopped | work
+
+    def started(self, work: Any) -> None:
+        self._started = self._started | work
+
+    def completed(self, assignment: Any, at_ms: int) -> GenerationRecord:
+        """The record of the generation the member has just completed (then start over)."""
+        m = self.member
+        sets: Mapping[str, Any] = {}
+        delay = int(getattr(assignment, "delay_ms", 0) or 0)
+        reports = getattr(m.handler, "reports", {})
+        if m.is_leader and m.generation in reports:
+            sets, delay = reports[m.generation]
+        record = GenerationRecord(
+            worker=m.client_id, member_id=m.member_id, generation=m.generation, at_ms=at_ms,
+            trigger=self._join_reason or "rebalance started by the group",
+            protocol=m.protocol or "", leader=m.leader, owned=m.owned,
+            assigned=self._started, revoked=self._stopped, delay_ms=delay,
+            members=self._members if m.is_leader else (), sets=sets)
+        self._stopped = self._started = m.handler.empty()
+        self._join_reason = ""
+        return record

@@ -26,9 +26,12 @@ from typing import Any, Generic, Protocol, TypeVar
 from kctl.errors import ProtocolError
 
 __all__ = [
+    "COORDINATOR_MOVED",
     "DEFAULT_HEARTBEAT_INTERVAL_MS",
     "DEFAULT_REBALANCE_TIMEOUT_MS",
     "DEFAULT_SESSION_TIMEOUT_MS",
+    "FENCED",
+    "MEMBER_ERRORS",
     "NO_GENERATION",
     "AssignmentOutcome",
     "Coordinator",
@@ -66,14 +69,31 @@ DEFAULT_REBALANCE_TIMEOUT_MS = 60_000  # Connect's rebalance.timeout.ms
 
 
 class ErrorCode(Enum):
-    """The Kafka error codes the group protocol uses (values are Kafka's numbers)."""
+    """The Kafka error codes of group membership, named once (values are Kafka's numbers).
+    The member's state machine answers those in MEMBER_ERRORS; a driver handles the
+    others (a coordinator that moved, offsets refused to a fenced member)."""
 
     NONE = 0
+    COORDINATOR_LOAD_IN_PROGRESS = 14
+    COORDINATOR_NOT_AVAILABLE = 15
+    NOT_COORDINATOR = 16
     ILLEGAL_GENERATION = 22
     INCONSISTENT_GROUP_PROTOCOL = 23
     UNKNOWN_MEMBER_ID = 25
     REBALANCE_IN_PROGRESS = 27
     MEMBER_ID_REQUIRED = 79
+    FENCED_INSTANCE_ID = 82
+
+
+MEMBER_ERRORS = frozenset({
+    ErrorCode.NONE, ErrorCode.ILLEGAL_GENERATION, ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+    ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.MEMBER_ID_REQUIRED})
+# "ask another broker who coordinates this group, then resend"
+COORDINATOR_MOVED = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                               ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
+# an offset commit refused because the partitions are not this member's any more
+FENCED = frozenset({ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID,
+                    ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.FENCED_INSTANCE_ID})
 
 
 # ----------------------------------------------------------------------------- messages

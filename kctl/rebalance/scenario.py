@@ -342,7 +342,7 @@ class _Parser:
                     "protocol",
                 )
             return value
-        from kctl.group.assignors.consumer import consumer_assignor
+        from kctl.transport.assignor_plugins import consumer_assignor
 
         try:
             consumer_assignor(value)

@@ -25,7 +25,8 @@ from kctl.group.assignors.connect import (
     ConnectorsAndTasks,
 )
 from kctl.group.connect_coordinator import ConnectHandler
-from kctl.group.consumer_coordinator import ConsumerHandler, assignment_strategy
+from kctl.group.consumer_coordinator import ConsumerHandler
+from kctl.group.history import GenerationRecord, GenerationRecorder
 from kctl.group.protocol import (
     Coordinator,
     CoordinatorReply,
@@ -51,6 +52,7 @@ from kctl.group.protocol import (
     SyncGroupResponse,
 )
 from kctl.rebalance.scenario import Event, Scenario
+from kctl.transport.assignor_plugins import assignment_strategy
 
 __all__ = [
     "SimulationResult",
@@ -86,6 +88,11 @@ def _work_json(work: Any) -> Any:
 
 @dataclass(frozen=True)
 class Round:
+    """The group's view of one generation: what its coordinator saw (the trigger it folded,
+    when it became Stable), every member's assignment, and the work moved. Each member's
+    own record of the generation is a GenerationRecord (`SimulationResult.records`), the
+    one a distributed worker writes."""
+
     generation: int
     at_ms: int
     trigger: str
@@ -131,6 +138,9 @@ class SimulationResult:
     rounds: tuple[Round, ...]
     final: Mapping[str, Any]
     end_ms: int
+    # every member's record of every generation it completed, in completion order: the
+    # same GenerationRecords the group drivers hand a worker (at_ms is simulated time)
+    records: tuple[GenerationRecord, ...] = ()
 
     def summary(self) -> dict[str, int]:
         """The contract's keys for both kinds. A consumer's unit of work is a partition, so
@@ -190,6 +200,10 @@ class _Node:
     alive: bool = True
     paused_until: int | None = None
     held: deque[Any] = field(default_factory=deque)
+    recorder: GenerationRecorder = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.recorder = GenerationRecorder(self.member)
 
 
 def _describe(message: Any, name_of: Callable[[str], str]) -> str:
@@ -231,6 +245,7 @@ class Simulator:
         self.queue: deque[tuple[_Node | None, _Node | None, Any]] = deque()
         self.trace: list[dict[str, Any]] = []
         self.rounds: list[Round] = []
+        self.records: list[GenerationRecord] = []
         # Work stopped and started since the last round closed, by process: a process that
         # left or crashed keeps its entry until a round shows it as a "(gone)" row.
         self.stopped: dict[_Node, Any] = {}
@@ -284,16 +299,25 @@ class Simulator:
         if node.paused_until is not None:
             node.held.append(event)  # read once the process runs again
             return
+        if isinstance(event, JoinGroupResponse):
+            node.recorder.joined(tuple(m.member_id for m in event.members))
+        completed = node.member.last_completed_generation
         actions = node.member.handle(event, self.now)
         self._act(node, actions)
+        if node.member.last_completed_generation != completed:
+            assignment = event.assignment if isinstance(event, SyncGroupResponse) else None
+            self.records.append(node.recorder.completed(assignment, self.now))
 
     def _act(self, node: _Node, actions: Iterable[Any]) -> None:
         for action in actions:
             if isinstance(action, Send):
+                node.recorder.sent(action.request)
                 self.queue.append((node, None, action.request))
             elif isinstance(action, StopWork):
+                node.recorder.stopped(action.work)
                 self._add_work(self.stopped, node, action.work)
             elif isinstance(action, StartWork):
+                node.recorder.started(action.work)
                 self._add_work(self.started, node, action.work)
             elif isinstance(action, MemberFailed):
                 raise ProtocolError(
@@ -590,6 +614,7 @@ class Simulator:
             rounds=tuple(self.rounds),
             final={n.name: n.member.owned for n in self._live()},
             end_ms=self.now,
+            records=tuple(self.records),
         )
 
 

@@ -31,6 +31,7 @@ from kctl.errors import (
     RequestTargetError,
     ValidationError,
 )
+from kctl.rest.internal import FORWARD_CONFLICT, InterWorkerClient, verify
 from kctl.runtime.herder import Herder
 from kctl.runtime.loggers import LEVELS, Loggers
 from kctl.runtime.metrics import worker_registry
@@ -129,16 +130,6 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("post", "/connectors/{name}/tasks"): {"type": "array", "items": _CONFIG_MAP},
 }
 
-# What a worker answers when a forwarded request reaches a worker that cannot serve it
-# either (Kafka Connect's words): the leader changed on the way.
-FORWARD_CONFLICT = ("Cannot complete request because of a conflicting operation "
-                    "(e.g. worker rebalance)")
-FORWARD_TIMEOUT_S = 90.0
-# Headers a forwarded request keeps: the body's type and the internal request signature
-FORWARDED_HEADERS = ("content-type", "x-connect-authorization",
-                     "x-connect-request-signature-algorithm")
-
-
 class BufferedBody:
     """Reads each request's body once and keeps it in the scope, so a request that must be
     served by another worker (RequestTargetError) can be forwarded with its body."""
@@ -171,7 +162,8 @@ class BufferedBody:
         await self.app(scope, replay, send)
 
 
-async def forward(request: Request, exc: RequestTargetError) -> Response:
+async def forward(request: Request, exc: RequestTargetError,
+                  client: InterWorkerClient | None = None) -> Response:
     """Kafka Connect's forwarding: a request that arrives without `forward` may be forwarded
     twice (to the leader, which may hand it to the worker running a task); one that
     arrives with forward=false is answered 409."""
@@ -182,12 +174,10 @@ async def forward(request: Request, exc: RequestTargetError) -> Response:
         return error_response(409, FORWARD_CONFLICT)
     params = [(k, v) for k, v in request.query_params.multi_items() if k != "forward"]
     params.append(("forward", "true" if hop is None else "false"))
-    headers = {k: v for k, v in request.headers.items() if k.lower() in FORWARDED_HEADERS}
-    url = exc.forward_url.rstrip("/") + request.url.path
     try:
-        async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT_S) as client:
-            answer = await client.request(request.method, url, params=params, headers=headers,
-                                          content=request.scope.get("kctl.body", b""))
+        answer = await (client or InterWorkerClient()).forward(
+            exc.forward_url, request.method, request.url.path, params, request.headers,
+            request.scope.get("kctl.body", b""))
     except httpx.HTTPError as e:
         return error_response(409, f"{FORWARD_CONFLICT}: could not forward the request to "
                                    f"{exc.forward_url}: {e}")
@@ -218,15 +208,21 @@ def exact_openapi(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def create_app(herder: Herder, loggers: Loggers | None = None,
-               metrics: CollectorRegistry | None = None) -> FastAPI:
+               metrics: CollectorRegistry | None = None,
+               client: InterWorkerClient | None = None) -> FastAPI:
+    """`client` carries requests this worker forwards to another one."""
     loggers = loggers or Loggers()
+    inter_worker = client or InterWorkerClient()
     if metrics is None:
         metrics = worker_registry(lambda: getattr(herder, "worker", None), herder)
     app = FastAPI(title="kctl", version=__version__,
                   description="Kafka-Connect-compatible REST API of a kctl worker")
 
     app.add_middleware(BufferedBody)
-    app.add_exception_handler(RequestTargetError, forward)  # type: ignore[arg-type]
+    async def forward_target(request: Request, exc: RequestTargetError) -> Response:
+        return await forward(request, exc, inter_worker)
+
+    app.add_exception_handler(RequestTargetError, forward_target)  # type: ignore[arg-type]
 
     @app.exception_handler(KctlError)
     async def kctl_error(request: Request, exc: KctlError) -> JSONResponse:
@@ -347,9 +343,10 @@ def create_app(herder: Herder, loggers: Loggers | None = None,
                          body: list[dict[str, Any]] = Body(...)) -> Response:
         """Internal (between workers of a cluster): the task configs a worker generated
         for the leader to write, signed with the session key under `sessioned`."""
+        if herder.signs_internal_requests:
+            verify(herder.session_key(), request.scope.get("kctl.body", b""), request.headers)
         configs = [{str(k): str(v) for k, v in c.items()} for c in body]
-        herder.put_task_configs(name, configs, dict(request.headers),
-                                request.scope.get("kctl.body", b""))
+        herder.put_task_configs(name, configs)
         return Response(status_code=204)
 
     @app.get("/connectors/{name}/tasks/{task}/status")

@@ -13,7 +13,10 @@ from kctl.errors import ConfigError
 
 
 class RestServer:
-    def __init__(self, app: FastAPI, host: str = "127.0.0.1", port: int = 8083):
+    """Binds its port when built (so a taken port is found before anything else is
+    touched); serves `app`, which may be given after the port is known, from `start`."""
+
+    def __init__(self, app: FastAPI | None, host: str = "127.0.0.1", port: int = 8083):
         self.app = app
         self.host = host
         self._sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
@@ -25,26 +28,31 @@ class RestServer:
             raise ConfigError(f"cannot listen on {host}:{port}: {e.strerror}",
                               key="listeners") from e
         self.port = self._sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run,
-                                        kwargs={"sockets": [self._sock]}, name="rest",
-                                        daemon=True)
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
     def start(self, timeout: float = 10.0) -> None:
-        self._thread.start()
+        assert self.app is not None, "no app to serve"
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False,
+                                lifespan="off")
+        self._server = server = uvicorn.Server(config)
+        self._thread = thread = threading.Thread(target=server.run,
+                                                 kwargs={"sockets": [self._sock]}, name="rest",
+                                                 daemon=True)
+        thread.start()
         deadline = time.monotonic() + timeout
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
                 raise ConfigError(f"REST server did not start on {self.url}", key="listeners")
             time.sleep(0.01)
 
     def stop(self) -> None:
-        self._server.should_exit = True
-        if self._thread.is_alive():
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None and self._thread.is_alive():
             self._thread.join(10)
         self._sock.close()

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from abc import abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kctl import __version__
 from kctl.errors import (
@@ -41,16 +43,42 @@ from kctl.states import (
     TaskId,
     TaskStatus,
 )
+from kctl.storage.configs import ConfigBackingStore, RestartRequest, SessionKey
+from kctl.storage.offsets import OffsetBackingStore
+from kctl.storage.status import StatusBackingStore
 
 if TYPE_CHECKING:
     from kctl.runtime.dlq import ReplayReport
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RestartPlan:
+    """What a restart request restarts (Kafka's RestartPlan): the connector or not, which
+    tasks, and the status REST answers with (RESTARTING for each of them)."""
+
+    status: ConnectorStatus
+    connector: bool
+    tasks: frozenset[int]
+
+
+def merge_patch(config: Mapping[str, Any], patch: Mapping[str, Any | None]) -> dict[str, Any]:
+    """PATCH /connectors/{name}/config: a None value removes the key."""
+    merged: dict[str, Any] = dict(config)
+    for k, v in patch.items():
+        if v is None:
+            merged.pop(k, None)
+        else:
+            merged[k] = v
+    return merged
+
 
 class AbstractHerder(Herder, ConnectorListener):
-    def __init__(self, worker_id: str, plugins: Plugins, config_store: Any, status_store: Any,
-                 offset_store: Any):
+    def __init__(self, worker_id: str, plugins: Plugins, config_store: ConfigBackingStore,
+                 status_store: StatusBackingStore, offset_store: OffsetBackingStore):
         self.worker_id = worker_id
         self.registry = plugins
         self.configs = config_store
@@ -103,12 +131,62 @@ class AbstractHerder(Herder, ConnectorListener):
             self.on_connector_state(name, State.FAILED, "".join(traceback.format_exception(e)))
             return None
 
-    def put_task_configs(self, name: str, configs: list[dict[str, str]],
-                         headers: Mapping[str, str], body: bytes) -> None:
+    def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         """Kafka Connect's internal POST /connectors/{name}/tasks: only a distributed
         group's leader takes task configs from the other workers."""
         raise ConflictError("Only the leader of a distributed worker group accepts task "
                             "configs from other workers")
+
+    @property
+    def signs_internal_requests(self) -> bool:
+        return False
+
+    def session_key(self) -> SessionKey | None:
+        return None
+
+    # -- what both herders do alike around their writes -------------------------------------
+    def _serially(self, fn: Callable[[], T]) -> T:
+        """Run `fn` with no other write in between (here: under the herder's lock; a
+        distributed herder runs it on its tick thread)."""
+        with self._lock:
+            return fn()
+
+    @staticmethod
+    def _check_name(name: str) -> None:
+        if not name or "/" in name:
+            raise ValidationError("Connector name must be non-empty and contain no '/'",
+                                  {"name": ["invalid connector name"]})
+
+    def patch_connector_config(self, name: str, patch: Mapping[str, Any | None]) -> ConnectorInfo:
+        return self._serially(
+            lambda: self.put_connector_config(name, merge_patch(self._require(name), patch))[1])
+
+    def _restart_plan(self, name: str, request: RestartRequest) -> RestartPlan:
+        """Kafka's RestartPlan: the connector unless only failed ones are asked for and it
+        has not failed; its tasks when asked for (the failed ones under only_failed)."""
+        status = self.connector_status(name)
+        connector = not request.only_failed or status.state is State.FAILED
+        tasks = frozenset(t.task for t in status.tasks if request.include_tasks and (
+            not request.only_failed or t.state is State.FAILED))
+        shown = replace(
+            status, state=State.RESTARTING if connector else status.state,
+            tasks=tuple(replace(t, state=State.RESTARTING, trace=None)
+                        if t.task in tasks else t for t in status.tasks),
+            trace=None if connector else status.trace)
+        return RestartPlan(shown, connector, tasks)
+
+    @abstractmethod
+    def _set_target(self, name: str, target: TargetState) -> None:
+        """Pause, resume or stop a connector and its tasks."""
+
+    def pause_connector(self, name: str) -> None:
+        self._set_target(name, TargetState.PAUSED)
+
+    def resume_connector(self, name: str) -> None:
+        self._set_target(name, TargetState.STARTED)
+
+    def stop_connector(self, name: str) -> None:
+        self._set_target(name, TargetState.STOPPED)
 
     def _type(self, config: Mapping[str, str]) -> ConnectorType:
         try:

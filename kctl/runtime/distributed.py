@@ -18,11 +18,7 @@ a non-leader generates go to the leader through the internal endpoint
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import hashlib
-import hmac
-import json
 import logging
 import os
 import queue
@@ -32,42 +28,72 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 from kctl.errors import (
     AlreadyExistsError,
     ConflictError,
-    ForbiddenError,
     NotFoundError,
     RequestTargetError,
-    ValidationError,
 )
-from kctl.group.assignors.connect import EMPTY, ConnectorsAndTasks
+from kctl.group.assignors.connect import EMPTY, ConnectAssignment, ConnectorsAndTasks
 from kctl.group.connect_coordinator import ConnectHandler
+from kctl.group.driver import GroupDriver, MemberAction
 from kctl.group.history import GenerationCompleted, GenerationRecord, record_key
 from kctl.group.protocol import GroupMember, MemberFailed, MemberState, StartWork, StopWork
 from kctl.runtime.abstract_herder import AbstractHerder
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.worker import Worker
+from kctl.runtime.worker_config import WorkerConfig
 from kctl.states import ConnectorInfo, ConnectorStatus, State, TargetState, TaskId
-from kctl.storage.configs import ConfigUpdateListener, RestartRequest, SessionKey
+from kctl.storage.configs import (
+    ConfigBackingStore,
+    ConfigEvent,
+    ConnectorConfigRemoved,
+    ConnectorConfigUpdated,
+    RestartRequest,
+    RestartRequested,
+    SessionKey,
+    SessionKeyUpdated,
+    TargetStateChanged,
+    TaskConfigsUpdated,
+)
+from kctl.storage.offsets import OffsetBackingStore
+from kctl.storage.status import StatusBackingStore
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SIGNATURE_ALGORITHM_HEADER", "SIGNATURE_HEADER", "DistributedHerder"]
+__all__ = ["DistributedHerder", "DriverFactory", "TaskConfigSender"]
 
-# KIP-507's headers and algorithm, as Kafka Connect's InternalRequestSignature
-SIGNATURE_HEADER = "X-Connect-Authorization"
-SIGNATURE_ALGORITHM_HEADER = "X-Connect-Request-Signature-Algorithm"
-SIGNATURE_ALGORITHM = "HmacSHA256"
+SESSION_KEY_ALGORITHM = "HmacSHA256"  # KIP-507's default, what the leader's keys are for
 REQUEST_TIMEOUT_S = 90.0  # Kafka's REST request timeout
 RECONFIGURE_BACKOFF_S = 0.25
 HISTORY_KEPT = 1000
 
+T = TypeVar("T")
 
-def sign(key: bytes, body: bytes) -> str:
-    return base64.b64encode(hmac.new(key, body, hashlib.sha256).digest()).decode()
+DriverFactory = Callable[[GroupMember[ConnectorsAndTasks]], GroupDriver[ConnectAssignment]]
+
+
+class TaskConfigSender(Protocol):
+    """Hands task configs a follower generated to the leader at `leader_url` (Kafka's
+    internal `POST /connectors/{name}/tasks`), signed with `key` when one is given;
+    raises when the leader does not take them. `kctl.rest.internal` carries it over HTTP."""
+
+    def __call__(self, leader_url: str, connector: str, configs: list[dict[str, str]],
+                 key: SessionKey | None) -> None: ...
+
+
+@dataclass(frozen=True)
+class Reconfigure:
+    """A connector asked for new task configs (from its own thread): the herder's own
+    event, queued with the config store's."""
+
+    connector: str
+
+
+HerderEvent = ConfigEvent | Reconfigure
 
 
 @dataclass
@@ -75,16 +101,16 @@ class _Snapshot:
     """What the ConnectHandler puts in JoinGroup and the leader assigns from: the config
     topic as this worker has read it."""
 
-    herder: DistributedHerder
+    configs: ConfigBackingStore
 
     @property
     def connectors(self) -> Mapping[str, int]:
-        configs = self.herder.configs
+        configs = self.configs
         return {name: len(configs.task_configs(name)) for name in configs.connector_names()}
 
     @property
     def config_offset(self) -> int:
-        return int(self.herder.configs.offset)
+        return self.configs.offset
 
 
 @dataclass
@@ -93,25 +119,30 @@ class _Request:
     future: Future[Any]
 
 
-class DistributedHerder(AbstractHerder, ConfigUpdateListener):
-    """A worker of a kctl cluster; `group` is a factory for the group driver so tests and
-    the process share the wiring (`kctl.launch` builds it on the broker)."""
+class DistributedHerder(AbstractHerder):
+    """A worker of a kctl cluster. `driver_factory` builds the group driver for the
+    worker's member (the broker's for a process, `kctl.rebalance.driver`'s in-process one
+    for tests); `send_task_configs` carries task configs to the leader."""
 
-    def __init__(self, worker_id: str, plugins: Plugins, config_store: Any, status_store: Any,
-                 offset_store: Any, *, url: str, worker_config: Any,
-                 driver_factory: Callable[[GroupMember[Any]], Any],
-                 clock: Callable[[], float] = time.time):
+    def __init__(self, worker_id: str, plugins: Plugins, config_store: ConfigBackingStore,
+                 status_store: StatusBackingStore, offset_store: OffsetBackingStore, *,
+                 url: str, worker_config: WorkerConfig, driver_factory: DriverFactory,
+                 send_task_configs: TaskConfigSender,
+                 clock: Callable[[], float] = time.time,
+                 request_timeout_s: float = REQUEST_TIMEOUT_S):
         super().__init__(worker_id, plugins, config_store, status_store, offset_store)
         self.url = url
         self.worker_config = worker_config
         self.protocol = worker_config.get_str("connect.protocol")
         self._driver_factory = driver_factory
+        self._send_to_leader = send_task_configs
         self._clock = clock
-        self._driver: Any = None
+        self._request_timeout_s = request_timeout_s
+        self._driver: GroupDriver[ConnectAssignment] | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._requests: queue.SimpleQueue[_Request] = queue.SimpleQueue()
-        self._events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._events: queue.SimpleQueue[HerderEvent] = queue.SimpleQueue()
         self._owned: ConnectorsAndTasks = EMPTY
         self._started_configs: dict[TaskId, dict[str, str]] = {}
         self._task_counts: dict[str, int] = {}
@@ -119,18 +150,20 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
         self._rejoin: str | None = None
         self._leader_url: str | None = None
         self.history: deque[GenerationRecord] = deque(maxlen=HISTORY_KEPT)
-        self.member: GroupMember[Any] | None = None
+        self.member: GroupMember[ConnectorsAndTasks] | None = None
+        self._handler: ConnectHandler | None = None
         self._forwarder = ThreadPoolExecutor(1, thread_name_prefix="herder-forward")
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self, worker: Worker) -> None:
         self.worker = worker
         cfg = self.worker_config
-        self._task_counts = dict(_Snapshot(self).connectors)
-        self.configs.add_listener(self)
-        handler = ConnectHandler(self.worker_id, _Snapshot(self), self.protocol,
-                                 cfg.get_int("scheduled.rebalance.max.delay.ms"), url=self.url)
-        self.member = GroupMember(self.worker_id, handler,
+        self._task_counts = dict(_Snapshot(self.configs).connectors)
+        self.configs.add_listener(self._on_config_event)
+        self._handler = ConnectHandler(self.worker_id, _Snapshot(self.configs), self.protocol,
+                                       cfg.get_int("scheduled.rebalance.max.delay.ms"),
+                                       url=self.url)
+        self.member = GroupMember(self.worker_id, self._handler,
                                   session_timeout_ms=cfg.get_int("session.timeout.ms"),
                                   rebalance_timeout_ms=cfg.get_int("rebalance.timeout.ms"),
                                   heartbeat_interval_ms=cfg.get_int("heartbeat.interval.ms"))
@@ -147,8 +180,13 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
         if self._thread is not None:
             self._thread.join(60)
         self._forwarder.shutdown(wait=False, cancel_futures=True)
-        with contextlib.suppress(ValueError):
-            self.configs.remove_listener(self)
+        with contextlib.suppress(ValueError):  # stopped before it started
+            self.configs.remove_listener(self._on_config_event)
+
+    @property
+    def _d(self) -> GroupDriver[ConnectAssignment]:
+        assert self._driver is not None, "herder not started"
+        return self._driver
 
     # -- the herder thread ---------------------------------------------------------------------
     def _run(self) -> None:
@@ -159,7 +197,7 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
                 log.error("Herder tick failed: %s", e, exc_info=e)
                 self._stopping.wait(0.5)
         try:
-            for action in self._driver.leave("worker shutting down"):
+            for action in self._d.leave("worker shutting down"):
                 self._on_action(action)
         except Exception as e:
             log.warning("Leaving the group failed: %s", e)
@@ -167,18 +205,18 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
             if self.worker is not None:
                 self.worker.stop()
             self._owned = EMPTY
-            self._driver.close()
+            self._d.close()
             self._fail_requests(ConflictError("The worker is shutting down"))
 
     def _tick(self) -> None:
-        self._apply_config_events()
+        self._apply_events()
         if self._rejoin is not None:
             reason, self._rejoin = self._rejoin, None
-            self._driver.request_rejoin(reason)
+            self._d.request_rejoin(reason)
         busy = self._ready() and (not self._requests.empty() or self._due_reconfigurations())
-        for action in self._driver.poll(0.0 if busy else 0.2):
+        for action in self._d.poll(0.0 if busy else 0.2):
             self._on_action(action)
-        self._apply_config_events()
+        self._apply_events()
         if self._ready():
             self._maybe_rotate_session_key()
             self._run_requests()
@@ -189,21 +227,22 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
         would act on are about to change."""
         m = self.member
         return (m is not None and m.state is MemberState.STABLE
-                and self._driver.assignment is not None)
+                and self._d.assignment is not None)
 
-    def _on_action(self, action: Any) -> None:
-        if isinstance(action, StopWork):
-            self._stop_work(action.work)
-        elif isinstance(action, StartWork):
-            self._start_work(action.work)
-        elif isinstance(action, GenerationCompleted):
-            self._generation_completed(action.record)
-        elif isinstance(action, MemberFailed):
-            log.error("Group membership failed (%s); rejoining", action)
-            self._rejoin = "member failed"
+    def _on_action(self, action: MemberAction) -> None:
+        match action:
+            case StopWork(work=work):
+                self._stop_work(work)
+            case StartWork(work=work):
+                self._start_work(work)
+            case GenerationCompleted(record=record):
+                self._generation_completed(record)
+            case MemberFailed():
+                log.error("Group membership failed (%s); rejoining", action)
+                self._rejoin = "member failed"
 
     def _generation_completed(self, record: GenerationRecord) -> None:
-        assignment = self._driver.assignment
+        assignment = self._d.assignment
         self._leader_url = assignment.leader_url if assignment is not None else None
         self.statuses.put_generation(record_key(record.worker, record.generation),
                                      record.to_json())
@@ -212,7 +251,9 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
                  record.leader, record.assigned.to_json(), record.revoked.to_json())
 
     # -- requests from REST threads ----------------------------------------------------------
-    def _call(self, fn: Callable[[], Any]) -> Any:
+    def _serially(self, fn: Callable[[], T]) -> T:
+        """Run `fn` on the herder thread once the group is stable (every write and every
+        read that must see the writes before it)."""
         if threading.current_thread() is self._thread:
             return fn()
         if self._stopping.is_set():
@@ -222,10 +263,16 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
         if self._driver is not None:
             self._driver.wakeup()
         try:
-            return request.future.result(REQUEST_TIMEOUT_S)
+            result: T = request.future.result(self._request_timeout_s)
+            return result
         except FutureTimeout:
+            if not request.future.cancel():  # it has just started: its answer is due
+                late: T = request.future.result()
+                return late
+            # cancelled: a request answered 409 must not run once the group settles
             raise ConflictError("Request timed out: the worker group did not settle within "
-                                f"{REQUEST_TIMEOUT_S:.0f} s (a rebalance is in progress)") from None
+                                f"{self._request_timeout_s:g} s (a rebalance is in progress)"
+                                ) from None
 
     def _run_requests(self) -> None:
         while True:
@@ -263,40 +310,44 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
                                  "leader", self._leader_url)
 
     # -- config changes, read back from the config topic ----------------------------------
-    # (called on the config log's thread: queue them for the herder thread)
-    def on_connector_config_update(self, connector: str) -> None:
-        self._event("connector", connector)
+    def _on_config_event(self, event: ConfigEvent) -> None:
+        """Called on the config log's thread: queued for the herder thread."""
+        self._queue(event)
 
-    def on_connector_config_remove(self, connector: str) -> None:
-        self._event("remove", connector)
-
-    def on_task_config_update(self, connector: str, tasks: Any) -> None:
-        self._event("tasks", connector)
-
-    def on_connector_target_state_change(self, connector: str) -> None:
-        self._event("target", connector)
-
-    def on_restart_request(self, request: RestartRequest) -> None:
-        self._event("restart", request)
-
-    def _event(self, kind: str, arg: Any) -> None:
-        self._events.put((kind, arg))
+    def _queue(self, event: HerderEvent) -> None:
+        self._events.put(event)
         if self._driver is not None:
             self._driver.wakeup()
 
-    def _apply_config_events(self) -> None:
+    def _apply_events(self) -> None:
         while True:
             try:
-                kind, arg = self._events.get_nowait()
+                event = self._events.get_nowait()
             except queue.Empty:
                 return
             try:
-                getattr(self, f"_on_{kind}")(arg)
+                self._apply(event)
             except Exception as e:
-                log.error("Applying the config change %s %s failed: %s", kind, arg, e,
-                          exc_info=e)
+                log.error("Applying the config change %s failed: %s", event, e, exc_info=e)
 
-    def _on_connector(self, name: str) -> None:
+    def _apply(self, event: HerderEvent) -> None:
+        match event:
+            case ConnectorConfigUpdated(connector=name):
+                self._connector_updated(name)
+            case ConnectorConfigRemoved(connector=name):
+                self._connector_removed(name)
+            case TaskConfigsUpdated(connector=name):
+                self._task_configs_updated(name)
+            case TargetStateChanged(connector=name):
+                self._target_changed(name)
+            case RestartRequested(request=request):
+                self._restart_requested(request)
+            case Reconfigure(connector=name):
+                self._reconfigure[name] = 0.0
+            case SessionKeyUpdated():
+                pass  # read from the store when a request is signed or verified
+
+    def _connector_updated(self, name: str) -> None:
         if name not in self._task_counts:
             self._task_counts[name] = len(self.configs.task_configs(name))
             self._leader_rejoin(f"connector {name} created")
@@ -305,17 +356,14 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
             self._w.stop_connector(name)
             self._start_connector(name)
 
-    def _on_remove(self, name: str) -> None:
+    def _connector_removed(self, name: str) -> None:
         self._task_counts.pop(name, None)
         self._reconfigure.pop(name, None)
-        tasks = [t for t in self._owned.tasks if t.connector == name]
-        self._w.stop_tasks(tasks)
-        for t in tasks:
-            self._started_configs.pop(t, None)
+        self._stop_tasks([t for t in self._owned.tasks if t.connector == name])
         self._w.stop_connector(name)
         self._leader_rejoin(f"connector {name} deleted")
 
-    def _on_tasks(self, name: str) -> None:
+    def _task_configs_updated(self, name: str) -> None:
         configs = self.configs.task_configs(name)
         if self._task_counts.get(name) != len(configs):
             self._task_counts[name] = len(configs)
@@ -329,7 +377,7 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
                 self._stop_tasks([tid])
                 self._start_task(tid)
 
-    def _on_target(self, name: str) -> None:
+    def _target_changed(self, name: str) -> None:
         target = self.configs.target_state(name)
         if target is None:
             return
@@ -350,24 +398,20 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
         for tid in tasks:
             self._w.set_task_target(tid, target)
 
-    def _on_restart(self, request: RestartRequest) -> None:
+    def _restart_requested(self, request: RestartRequest) -> None:
         name = request.connector
-        config = self.configs.connector_config(name)
-        if config is None:
+        if self.configs.connector_config(name) is None:
             return
-        status = self.connector_status(name)
-        if name in self._owned.connectors and (
-                not request.only_failed or status.state is State.FAILED):
+        plan = self._restart_plan(name, request)
+        if name in self._owned.connectors and plan.connector:
             self.on_connector_state(name, State.RESTARTING)
             self._w.stop_connector(name)
             self._start_connector(name)
-        if request.include_tasks:
-            failed = {t.task for t in status.tasks if t.state is State.FAILED}
-            for tid in sorted(t for t in self._owned.tasks if t.connector == name):
-                if not request.only_failed or tid.task in failed:
-                    self.on_task_state(tid, State.RESTARTING)
-                    self._stop_tasks([tid])
-                    self._start_task(tid)
+        for tid in sorted(t for t in self._owned.tasks if t.connector == name):
+            if tid.task in plan.tasks:
+                self.on_task_state(tid, State.RESTARTING)
+                self._stop_tasks([tid])
+                self._start_task(tid)
 
     def _leader_rejoin(self, reason: str) -> None:
         """The set of connectors or a task count changed: the leader starts a rebalance so
@@ -377,11 +421,11 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
 
     # -- starting and stopping what the assignment says ------------------------------------
     def _catch_up(self) -> None:
-        assignment = self._driver.assignment
+        assignment = self._d.assignment
         wanted = assignment.config_offset if assignment is not None else 0
         if self.configs.offset < wanted:
             self.configs.read_to_end()
-            self._apply_config_events()
+            self._apply_events()
 
     def _start_work(self, work: ConnectorsAndTasks) -> None:
         self._catch_up()
@@ -428,10 +472,7 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
     # -- task configs: generated where the connector runs, written by the leader ----------
     def _on_reconfiguration_request(self, name: str) -> None:
         """A connector asked for new task configs (from its own thread)."""
-        self._event("reconfigure", name)
-
-    def _on_reconfigure(self, name: str) -> None:
-        self._reconfigure[name] = 0.0
+        self._queue(Reconfigure(name))
 
     def _due_reconfigurations(self) -> bool:
         now = time.monotonic()
@@ -463,66 +504,45 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
     def _send_task_configs(self, leader_url: str, name: str, configs: list[dict[str, str]]
                            ) -> None:
         try:
-            self._post_task_configs(leader_url, name, configs)
+            self._send_to_leader(leader_url, name, configs, self.session_key())
         except Exception as e:
             log.info("Could not hand %s's task configs to the leader (%s); retrying", name, e)
             time.sleep(RECONFIGURE_BACKOFF_S)
-            self._event("reconfigure", name)
+            self._queue(Reconfigure(name))
 
-    def _post_task_configs(self, leader_url: str, name: str, configs: list[dict[str, str]]
-                           ) -> None:
-        import httpx
+    @property
+    def signs_internal_requests(self) -> bool:
+        """Internal requests are signed when the group agreed on `sessioned` (KIP-507), not
+        merely when this worker offers it: during a rolling upgrade the group runs the
+        protocol every member supports."""
+        m = self.member
+        negotiated = m.protocol if m is not None and m.protocol else self.protocol
+        return negotiated == "sessioned"
 
-        body = json.dumps(configs).encode()
-        headers = {"Content-Type": "application/json"}
-        key = self.configs.session_key()
-        if self.protocol == "sessioned" and key is not None:
-            headers[SIGNATURE_HEADER] = sign(key.key, body)
-            headers[SIGNATURE_ALGORITHM_HEADER] = SIGNATURE_ALGORITHM
-        from urllib.parse import quote
+    def session_key(self) -> SessionKey | None:
+        return self.configs.session_key() if self.signs_internal_requests else None
 
-        url = f"{leader_url.rstrip('/')}/connectors/{quote(name, safe='')}/tasks"
-        answer = httpx.post(url, content=body, headers=headers, params={"forward": "false"},
-                            timeout=30)
-        if answer.status_code >= 300:
-            raise ConflictError(f"leader answered {answer.status_code}: {answer.text[:200]}")
-
-    def put_task_configs(self, name: str, configs: list[dict[str, str]],
-                         headers: Mapping[str, str], body: bytes) -> None:
-        """The leader takes task configs another worker generated (internal request)."""
-        self._verify(body, {k.lower(): v for k, v in headers.items()})
-
+    def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
+        """The leader takes task configs another worker generated (internal request; REST
+        has checked its signature)."""
         def write() -> None:
             self._require_leader()
             if self.configs.connector_config(name) is None:
                 raise NotFoundError(f"Connector {name} not found")
             self.configs.put_task_configs(name, configs)
 
-        self._call(write)
-
-    def _verify(self, body: bytes, signature: Mapping[str, str]) -> None:
-        if self.protocol != "sessioned":
-            return
-        key = self.configs.session_key()
-        given = signature.get(SIGNATURE_HEADER.lower())
-        if given is None:
-            raise ForbiddenError("Internal request missing required signature")
-        algorithm = signature.get(SIGNATURE_ALGORITHM_HEADER.lower(), SIGNATURE_ALGORITHM)
-        if algorithm != SIGNATURE_ALGORITHM:
-            raise ForbiddenError(f"Internal request signature algorithm {algorithm} is not "
-                                 f"supported (expected {SIGNATURE_ALGORITHM})")
-        if key is None or not hmac.compare_digest(sign(key.key, body), given):
-            raise ForbiddenError("Internal request contained invalid signature.")
+        self._serially(write)
 
     def _maybe_rotate_session_key(self) -> None:
         """The leader writes a fresh session key when there is none or it has expired."""
-        if self.protocol != "sessioned" or not self.is_leader:
+        if not self.signs_internal_requests or not self.is_leader:
             return
         key = self.configs.session_key()
         now_ms = int(self._clock() * 1000)
         ttl = self.worker_config.get_int("inter.worker.key.ttl.ms")
         if key is None or now_ms - key.created_ms >= ttl:
-            self.configs.put_session_key(SessionKey(os.urandom(32), SIGNATURE_ALGORITHM, now_ms))
+            self.configs.put_session_key(SessionKey(os.urandom(32), SESSION_KEY_ALGORITHM,
+                                                    now_ms))
 
     # -- statuses: only for connectors that still exist -----------------------------------
     def on_connector_state(self, name: str, state: State, trace: str | None = None) -> None:
@@ -536,9 +556,7 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
     # -- writes: the leader's ---------------------------------------------------------------
     def create_connector(self, name: str, config: Mapping[str, Any],
                          initial_state: TargetState = TargetState.STARTED) -> ConnectorInfo:
-        if not name or "/" in name:
-            raise ValidationError("Connector name must be non-empty and contain no '/'",
-                                  {"name": ["invalid connector name"]})
+        self._check_name(name)
         validated = self._validated(name, config)
 
         def write() -> ConnectorInfo:
@@ -548,7 +566,7 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
             self.configs.put_connector_config(name, validated, initial_state)
             return self.connector_info(name)
 
-        return self._call(write)
+        return self._serially(write)
 
     def put_connector_config(self, name: str, config: Mapping[str, Any]
                              ) -> tuple[bool, ConnectorInfo]:
@@ -562,16 +580,7 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
                     name, validated, None if existing is not None else TargetState.STARTED)
             return existing is None, self.connector_info(name)
 
-        return self._call(write)
-
-    def patch_connector_config(self, name: str, patch: Mapping[str, Any | None]) -> ConnectorInfo:
-        merged: dict[str, Any] = dict(self._require(name))
-        for k, v in patch.items():
-            if v is None:
-                merged.pop(k, None)
-            else:
-                merged[k] = v
-        return self.put_connector_config(name, merged)[1]
+        return self._serially(write)
 
     def delete_connector(self, name: str) -> None:
         def write() -> None:
@@ -580,7 +589,7 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
             self.configs.remove_connector(name)
             self.statuses.remove_connector(name)
 
-        self._call(write)
+        self._serially(write)
 
     def _set_target(self, name: str, target: TargetState) -> None:
         def write() -> None:
@@ -591,16 +600,7 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
                 self.configs.put_task_configs(name, [])
                 self.statuses.remove_tasks(name, keep=0)
 
-        self._call(write)
-
-    def pause_connector(self, name: str) -> None:
-        self._set_target(name, TargetState.PAUSED)
-
-    def resume_connector(self, name: str) -> None:
-        self._set_target(name, TargetState.STARTED)
-
-    def stop_connector(self, name: str) -> None:
-        self._set_target(name, TargetState.STOPPED)
+        self._serially(write)
 
     def restart_connector(self, name: str, *, include_tasks: bool = False,
                           only_failed: bool = False) -> ConnectorStatus:
@@ -608,21 +608,17 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
         restarts the part it runs. Returns the plan, as the standalone herder does."""
         def write() -> ConnectorStatus:
             self._require_leader()
-            status = self.connector_status(name)
-            restart_conn = not only_failed or status.state is State.FAILED
-            restart_tasks = {t.task for t in status.tasks
-                             if include_tasks and (not only_failed or t.state is State.FAILED)}
-            self.configs.put_restart_request(RestartRequest(name, include_tasks, only_failed))
-            return replace(
-                status, state=State.RESTARTING if restart_conn else status.state,
-                tasks=tuple(replace(t, state=State.RESTARTING, trace=None)
-                            if t.task in restart_tasks else t for t in status.tasks),
-                trace=None if restart_conn else status.trace)
+            request = RestartRequest(name, include_tasks, only_failed)
+            plan = self._restart_plan(name, request)
+            self.configs.put_restart_request(request)
+            return plan.status
 
-        return self._call(write)
+        return self._serially(write)
 
     def restart_task(self, name: str, task: int) -> None:
-        """Served by the worker that runs the task (forwarded there, as Kafka does)."""
+        """Served by the worker that runs the task: a follower hands the request to the
+        leader, which knows every member's advertised URL and forwards it to the owner
+        (Kafka's ownerUrl)."""
         def run() -> None:
             self._require(name)
             configs = self.configs.task_configs(name)
@@ -634,14 +630,29 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
                 self._start_task(tid)
                 return
             entry = self.statuses.task_state(name, task)
-            if entry is None or entry.worker_id == self.worker_id or entry.state is \
-                    State.UNASSIGNED:
+            if entry is None or entry.worker_id == self.worker_id or \
+                    entry.state is State.UNASSIGNED:
                 raise ConflictError(f"Task {name}-{task} is not running on any worker "
                                     "right now (a rebalance may be in progress)")
-            raise RequestTargetError(f"Task {name}-{task} runs on {entry.worker_id}",
-                                     f"http://{entry.worker_id}")
+            owner_url = self._member_url(entry.worker_id)
+            if owner_url is not None:
+                raise RequestTargetError(f"Task {name}-{task} runs on {entry.worker_id}",
+                                         owner_url)
+            self._require_leader()  # the leader knows where it runs
+            raise ConflictError(f"Task {name}-{task} runs on {entry.worker_id}, which is not "
+                                "a member of this worker's group right now")
 
-        self._call(run)
+        self._serially(run)
+
+    def _member_url(self, worker_id: str) -> str | None:
+        """The URL a member of the current generation advertised (known to the leader)."""
+        if not self.is_leader or self._handler is None:
+            return None
+        for client, url in self._handler.member_urls.items():
+            # a worker's id is its client id, and (unless worker.id is set) its URL's host:port
+            if worker_id in (client, url.split("://", 1)[-1].rstrip("/")):
+                return url
+        return None
 
     def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
         def write() -> str:
@@ -649,7 +660,7 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
             self._require_no_tasks(name)
             return super(DistributedHerder, self).alter_connector_offsets(name, offsets)
 
-        return self._call(write)
+        return self._serially(write)
 
     def reset_connector_offsets(self, name: str) -> str:
         def write() -> str:
@@ -657,7 +668,7 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
             self._require_no_tasks(name)
             return super(DistributedHerder, self).reset_connector_offsets(name)
 
-        return self._call(write)
+        return self._serially(write)
 
     def _require_no_tasks(self, name: str) -> None:
         self._require(name)

@@ -14,6 +14,7 @@ from kctl.states import ConnectorInfo, ConnectorStatus, PluginInfo, TargetState,
 
 if TYPE_CHECKING:
     from kctl.runtime.dlq import ReplayReport
+    from kctl.storage.configs import SessionKey
 
 
 class Herder(ABC):
@@ -113,6 +114,22 @@ class Herder(ABC):
 
     @abstractmethod
     def healthy(self) -> tuple[bool, str]: ...
+
+    # -- between the workers of a cluster
+
+    @abstractmethod
+    def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
+        """Task configs another worker generated (only a distributed group's leader takes
+        them; REST has checked the request's signature)."""
+
+    @property
+    @abstractmethod
+    def signs_internal_requests(self) -> bool:
+        """Whether requests between workers carry a signature (`sessioned`, KIP-507)."""
+
+    @abstractmethod
+    def session_key(self) -> SessionKey | None:
+        """The key internal requests are signed with (None: none yet, or none needed)."""
 
     # -- the dead letter queue (kctl's extension; sources have one too)
 

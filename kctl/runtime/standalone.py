@@ -13,22 +13,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from typing import Any
 
-from kctl.errors import AlreadyExistsError, NotFoundError, ValidationError
+from kctl.errors import AlreadyExistsError, NotFoundError
 from kctl.runtime.abstract_herder import AbstractHerder
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.worker import Worker
-from kctl.runtime.worker_config import BOOTSTRAP_SERVERS_CONFIG
 from kctl.states import ConnectorInfo, ConnectorStatus, State, TargetState, TaskId
+from kctl.storage.configs import ConfigBackingStore, RestartRequest
+from kctl.storage.offsets import OffsetBackingStore
+from kctl.storage.status import StatusBackingStore
 
 log = logging.getLogger(__name__)
 
 
 class StandaloneHerder(AbstractHerder):
-    def __init__(self, worker_id: str, plugins: Plugins, config_store: Any, status_store: Any,
-                 offset_store: Any):
+    def __init__(self, worker_id: str, plugins: Plugins, config_store: ConfigBackingStore,
+                 status_store: StatusBackingStore, offset_store: OffsetBackingStore):
         super().__init__(worker_id, plugins, config_store, status_store, offset_store)
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="herder")
 
@@ -101,9 +102,7 @@ class StandaloneHerder(AbstractHerder):
     # -- writes -------------------------------------------------------------------------------------
     def create_connector(self, name: str, config: Mapping[str, Any],
                          initial_state: TargetState = TargetState.STARTED) -> ConnectorInfo:
-        if not name or "/" in name:
-            raise ValidationError("Connector name must be non-empty and contain no '/'",
-                                  {"name": ["invalid connector name"]})
+        self._check_name(name)
         with self._lock:
             if self.configs.connector_config(name) is not None:
                 raise AlreadyExistsError(f"Connector {name} already exists")
@@ -126,34 +125,17 @@ class StandaloneHerder(AbstractHerder):
             self._start_connector(name)
             return False, self.connector_info(name)
 
-    def patch_connector_config(self, name: str, patch: Mapping[str, Any | None]) -> ConnectorInfo:
-        with self._lock:
-            merged: dict[str, Any] = dict(self._require(name))
-            for k, v in patch.items():
-                if v is None:
-                    merged.pop(k, None)
-                else:
-                    merged[k] = v
-            return self.put_connector_config(name, merged)[1]
-
     def restart_connector(self, name: str, *, include_tasks: bool = False,
                           only_failed: bool = False) -> ConnectorStatus:
         """Restart per Kafka's RestartRequest; returns the plan: the status as it was, with
         RESTARTING for every connector and task that is being restarted (Kafka's 202 body)."""
         with self._lock:
-            status = self.connector_status(name)
-            restart_conn = not only_failed or status.state is State.FAILED
-            restart_tasks = [t.task for t in status.tasks
-                             if include_tasks and (not only_failed or t.state is State.FAILED)]
-            plan = replace(
-                status, state=State.RESTARTING if restart_conn else status.state,
-                tasks=tuple(replace(t, state=State.RESTARTING, trace=None)
-                            if t.task in restart_tasks else t for t in status.tasks),
-                trace=None if restart_conn else status.trace)
+            plan = self._restart_plan(name, RestartRequest(name, include_tasks, only_failed))
+            restart_tasks = sorted(plan.tasks)
             target = self.configs.target_state(name)
-            if restart_conn:
+            if plan.connector:
                 self.on_connector_state(name, State.RESTARTING)
-                if restart_tasks and len(restart_tasks) == len(status.tasks):
+                if restart_tasks and len(restart_tasks) == len(plan.status.tasks):
                     self._stop_connector_and_tasks(name)
                     for t in restart_tasks:
                         self.on_task_state(TaskId(name, t), State.RESTARTING)
@@ -166,7 +148,7 @@ class StandaloneHerder(AbstractHerder):
             for t in restart_tasks:
                 self.on_task_state(TaskId(name, t), State.RESTARTING)
                 self._restart_task(name, t)
-            return plan
+            return plan.status
 
     def _restart_task(self, name: str, task: int) -> None:
         configs = self.configs.task_configs(name)
@@ -200,50 +182,9 @@ class StandaloneHerder(AbstractHerder):
             for tid in self._w.tasks_of(name):
                 self._w.set_task_target(tid, target)
 
-    def pause_connector(self, name: str) -> None:
-        self._set_target(name, TargetState.PAUSED)
-
-    def resume_connector(self, name: str) -> None:
-        self._set_target(name, TargetState.STARTED)
-
-    def stop_connector(self, name: str) -> None:
-        self._set_target(name, TargetState.STOPPED)
-
     def delete_connector(self, name: str) -> None:
         with self._lock:
             self._require(name)
             self._stop_connector_and_tasks(name)
             self.configs.remove_connector(name)
             self.statuses.remove_connector(name)
-
-
-
-
-# -- the `kctl worker start` entry point ---------------------------------------------------------
-
-
-def build_stores(state_dir: Any) -> tuple[Any, Any, Any]:
-    from kctl.storage.configs import FileConfigBackingStore
-    from kctl.storage.offsets import FileOffsetBackingStore
-    from kctl.storage.status import FileStatusBackingStore
-
-    offsets = FileOffsetBackingStore(state_dir / "offsets.json")
-    configs = FileConfigBackingStore(state_dir / "configs.json")
-    statuses = FileStatusBackingStore(state_dir / "status.json")
-    for s in (offsets, configs, statuses):
-        s.start()
-    return offsets, configs, statuses
-
-
-def build_transport(config: Any) -> Any:
-    if config.embedded:
-        from kctl.transport.embedded import EmbeddedTransport
-
-        # sink groups default to cooperative-sticky, as on the Kafka transport: a sink task
-        # joining or leaving moves only the partitions that must move
-        return EmbeddedTransport(config.state_dir, fsync=config.get_bool("log.fsync"),
-                                 assignment_strategy="cooperative-sticky")
-    from kctl.transport.kafka import KafkaTransport
-
-    return KafkaTransport(config.get_list(BOOTSTRAP_SERVERS_CONFIG),
-                          admin_config=config.with_prefix("admin."))

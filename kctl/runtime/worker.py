@@ -42,6 +42,7 @@ from kctl.runtime.secrets import install_log_redaction, register_secrets, secret
 from kctl.runtime.tasks import StatusListener, WorkerSinkTask, WorkerSourceTask, WorkerTask
 from kctl.runtime.worker_config import WorkerConfig
 from kctl.states import State, TargetState, TaskId
+from kctl.storage.offsets import OffsetBackingStore
 from kctl.transport.base import Consumer, Producer, TopicSpec, Transport
 
 log = logging.getLogger(__name__)
@@ -195,7 +196,7 @@ class Worker:
         *,
         worker_id: str,
         transport: Transport,
-        offset_store: Any,
+        offset_store: OffsetBackingStore,
         status: ConnectorListener,
         plugins: Plugins,
         spark: Any,

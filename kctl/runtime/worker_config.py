@@ -373,6 +373,12 @@ def _resolve_providers(props: Mapping[str, Any], problems: dict[str, list[str]]
     return out, transformer
 
 
+# Kafka Connect's example names (connect-distributed.properties)
+EXAMPLE_STORAGE_TOPICS = {"config.storage.topic": "connect-configs",
+                          "offset.storage.topic": "connect-offsets",
+                          "status.storage.topic": "connect-status"}
+
+
 def _check_values(values: Mapping[str, Any], props: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(key, message) for values that parse but cannot work.
 
@@ -420,7 +426,7 @@ def _check_values(values: Mapping[str, Any], props: Mapping[str, Any]) -> list[t
             if not values.get(key):
                 problems.append((key, f"Missing required configuration {key!r} for a "
                                  f"distributed worker (group.id is set), e.g. "
-                                 f"connect-{key.split('.')[0]}s"))
+                                 f"{EXAMPLE_STORAGE_TOPICS[key]}"))
     if values.get("group.id") and values.get(BOOTSTRAP_SERVERS_CONFIG) and \
             str(props.get(EXACTLY_ONCE_SOURCE_SUPPORT_CONFIG, "")).strip() == "enabled":
         problems.append((EXACTLY_ONCE_SOURCE_SUPPORT_CONFIG, (

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,11 +26,18 @@ log = logging.getLogger(__name__)
 __all__ = [
     "ClusterConfigState",
     "ConfigBackingStore",
-    "ConfigUpdateListener",
+    "ConfigEvent",
+    "ConfigListener",
+    "ConnectorConfigRemoved",
+    "ConnectorConfigUpdated",
     "FileConfigBackingStore",
     "MemoryConfigBackingStore",
     "RestartRequest",
+    "RestartRequested",
     "SessionKey",
+    "SessionKeyUpdated",
+    "TargetStateChanged",
+    "TaskConfigsUpdated",
     "commit_key",
     "connector_key",
     "target_state_key",
@@ -60,22 +67,6 @@ SESSION_KEY = "session-key"
 RESTART_PREFIX = "restart-connector-"
 
 
-class ConfigUpdateListener:
-    """Kafka's ConfigBackingStore.UpdateListener; override what you need."""
-
-    def on_connector_config_update(self, connector: str) -> None: ...
-
-    def on_connector_config_remove(self, connector: str) -> None: ...
-
-    def on_task_config_update(self, connector: str, tasks: Sequence[int]) -> None: ...
-
-    def on_connector_target_state_change(self, connector: str) -> None: ...
-
-    def on_session_key_update(self, key: SessionKey) -> None: ...
-
-    def on_restart_request(self, request: RestartRequest) -> None: ...
-
-
 @dataclass(frozen=True)
 class SessionKey:
     """The key workers sign internal requests with (KIP-507), as the config topic holds it."""
@@ -93,6 +84,49 @@ class RestartRequest:
     connector: str
     include_tasks: bool = False
     only_failed: bool = False
+
+
+# -- what a change to the config topic means, as one typed value ------------------------------
+# The store's state returns these when it applies a record; listeners (the herders) receive
+# them unchanged and `match` on them (Kafka's ConfigBackingStore.UpdateListener callbacks).
+
+
+@dataclass(frozen=True)
+class ConnectorConfigUpdated:
+    connector: str
+
+
+@dataclass(frozen=True)
+class ConnectorConfigRemoved:
+    connector: str
+
+
+@dataclass(frozen=True)
+class TaskConfigsUpdated:
+    """A commit record made the connector's task configs visible together."""
+
+    connector: str
+    tasks: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TargetStateChanged:
+    connector: str
+
+
+@dataclass(frozen=True)
+class SessionKeyUpdated:
+    key: SessionKey
+
+
+@dataclass(frozen=True)
+class RestartRequested:
+    request: RestartRequest
+
+
+ConfigEvent = (ConnectorConfigUpdated | ConnectorConfigRemoved | TaskConfigsUpdated
+               | TargetStateChanged | SessionKeyUpdated | RestartRequested)
+ConfigListener = Callable[[ConfigEvent], None]
 
 
 @dataclass(frozen=True)
@@ -124,8 +158,8 @@ class _State:
         self.pending: dict[str, dict[int, dict[str, str]]] = {}  # task records before their commit
         self.session_key: SessionKey | None = None
 
-    def apply(self, key: str, value: dict[str, Any] | None) -> list[tuple[str, Any]]:
-        """Returns the listener events the record causes."""
+    def apply(self, key: str, value: dict[str, Any] | None) -> list[ConfigEvent]:
+        """Returns the events the record causes, for the store's listeners."""
         self.offset += 1
         if key == SESSION_KEY:
             if value is None:
@@ -135,13 +169,13 @@ class _State:
             self.session_key = SessionKey(base64.b64decode(str(value.get("key", ""))),
                                           str(value.get("algorithm", "HmacSHA256")),
                                           int(value.get("creation-timestamp", 0)))
-            return [("session", self.session_key)]
+            return [SessionKeyUpdated(self.session_key)]
         if key.startswith(RESTART_PREFIX):
             if value is None:
                 return []
-            return [("restart", RestartRequest(key[len(RESTART_PREFIX):],
-                                               bool(value.get("include-tasks", False)),
-                                               bool(value.get("only-failed", False))))]
+            return [RestartRequested(RestartRequest(key[len(RESTART_PREFIX):],
+                                                    bool(value.get("include-tasks", False)),
+                                                    bool(value.get("only-failed", False))))]
         if key.startswith("target-state-"):
             name = key[len("target-state-"):]
             if value is None:
@@ -154,7 +188,7 @@ class _State:
                 log.warning("Ignoring unknown target state %r of %s", raw, name)
                 return []
             self.targets[name] = state
-            return [("target", name)]
+            return [TargetStateChanged(name)]
         if key.startswith("connector-"):
             name = key[len("connector-"):]
             if value is None:
@@ -163,9 +197,9 @@ class _State:
                 self.tasks.pop(name, None)
                 self.targets.pop(name, None)
                 self.pending.pop(name, None)
-                return [("remove", name)] if existed else []
+                return [ConnectorConfigRemoved(name)] if existed else []
             self.connectors[name] = {str(k): str(v) for k, v in value.get("properties", {}).items()}
-            return [("connector", name)]
+            return [ConnectorConfigUpdated(name)]
         if key.startswith("task-"):
             name, _, idx = key[len("task-"):].rpartition("-")
             if not idx.isdigit():
@@ -192,7 +226,7 @@ class _State:
                     return []
                 configs.append(c)
             self.tasks[name] = configs
-            return [("tasks", (name, list(range(n))))]
+            return [TaskConfigsUpdated(name, tuple(range(n)))]
         log.debug("Ignoring config record with unknown key %s", key)
         return []
 
@@ -210,7 +244,7 @@ class ConfigBackingStore(ABC):
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._state = _State()
-        self._listeners: list[ConfigUpdateListener] = []
+        self._listeners: list[ConfigListener] = []
 
     # -- lifecycle and plumbing --------------------------------------------------------
     def configure(self, config: Mapping[str, Any]) -> None:
@@ -226,10 +260,11 @@ class ConfigBackingStore(ABC):
     def _persist(self, records: Sequence[ConfigRecord]) -> None:
         """Make the records durable before they are applied (raise to refuse them)."""
 
-    def add_listener(self, listener: ConfigUpdateListener) -> None:
+    def add_listener(self, listener: ConfigListener) -> None:
+        """`listener` gets every change as a ConfigEvent, on the thread that applied it."""
         self._listeners.append(listener)
 
-    def remove_listener(self, listener: ConfigUpdateListener) -> None:
+    def remove_listener(self, listener: ConfigListener) -> None:
         self._listeners.remove(listener)
 
     def _write(self, records: Sequence[ConfigRecord]) -> None:
@@ -238,24 +273,25 @@ class ConfigBackingStore(ABC):
             events = [e for key, value in records for e in self._state.apply(key, value)]
         self._fire(events)
 
-    def _fire(self, events: list[tuple[str, Any]]) -> None:
-        for kind, arg in events:
+    def _fire(self, events: list[ConfigEvent]) -> None:
+        for event in events:
             for listener in list(self._listeners):
                 try:
-                    if kind == "connector":
-                        listener.on_connector_config_update(arg)
-                    elif kind == "remove":
-                        listener.on_connector_config_remove(arg)
-                    elif kind == "tasks":
-                        listener.on_task_config_update(arg[0], arg[1])
-                    elif kind == "target":
-                        listener.on_connector_target_state_change(arg)
-                    elif kind == "session":
-                        listener.on_session_key_update(arg)
-                    elif kind == "restart":
-                        listener.on_restart_request(arg)
+                    listener(event)
                 except Exception as e:
-                    log.error("Config listener %r failed on %s %s: %s", listener, kind, arg, e)
+                    log.error("Config listener %r failed on %s: %s", listener, event, e)
+
+    def read_to_end(self) -> None:
+        """Catch up with every change written so far. A store whose writes are applied
+        when they are made (memory, file) is always caught up; a store over a shared log
+        reads it to its end."""
+
+    @property
+    def offset(self) -> int:
+        """How many config records this store has applied (the config topic's offset):
+        what a worker advertises when it joins, and what an assignment asks it to reach."""
+        with self._lock:
+            return self._state.offset
 
     # -- reads -------------------------------------------------------------------------
     def snapshot(self) -> ClusterConfigState:

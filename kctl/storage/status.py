@@ -83,6 +83,10 @@ class StatusBackingStore(ABC):
     def _persist(self, records: dict[str, dict[str, Any]]) -> None:
         """Make the full new record set durable (raise to refuse the change)."""
 
+    def read_to_end(self) -> None:
+        """Catch up with every status written so far (a store over a shared log reads it
+        to its end; the local stores always are)."""
+
     def _write(self, changes: Sequence[StatusRecord]) -> None:
         with self._lock:
             updated = dict(self._records)

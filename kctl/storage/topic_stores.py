@@ -52,8 +52,9 @@ def storage_topic(worker_config: Mapping[str, Any], which: tuple[str, int]) -> L
     key, default_partitions = which
     name = worker_config.get(key)
     if not name:
+        example = {"config": "configs", "offset": "offsets"}.get(key.split(".")[0], "status")
         raise ConfigError(f"{key} is required for a distributed worker (e.g. connect-"
-                          f"{key.split('.')[0]}s)", key=key)
+                          f"{example})", key=key)
     prefix = key.removesuffix(".topic")
     partitions = int(worker_config.get(f"{prefix}.partitions", default_partitions))
     if key == CONFIG_TOPIC[0] and partitions != 1:
@@ -150,11 +151,6 @@ class KafkaConfigBackingStore(ConfigBackingStore):
     def read_to_end(self) -> None:
         """Catch up with every change written so far (a worker behind the leader)."""
         self._log.read_to_end(self.timeout)
-
-    @property
-    def offset(self) -> int:
-        with self._lock:
-            return self._state.offset
 
     def reset_state(self) -> None:
         """For tests and a worker that restarts its log: forget what was applied."""

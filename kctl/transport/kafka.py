@@ -33,7 +33,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from kctl.api.records import RecordMetadata, TopicPartition
 from kctl.errors import NotFoundError, TransportError
-from kctl.group.consumer_coordinator import assignment_strategy
+from kctl.transport.assignor_plugins import assignment_strategy
 from kctl.transport.base import (
     Admin,
     BatchCallback,

@@ -24,13 +24,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kctl.api.records import TopicPartition
-from kctl.group.consumer_coordinator import (
-    ASSIGNMENT_STRATEGY_CONFIG,
-    ConsumerHandler,
-    assignment_strategy,
-)
+from kctl.group.consumer_coordinator import ASSIGNMENT_STRATEGY_CONFIG, ConsumerHandler
 from kctl.group.history import GenerationCompleted
 from kctl.group.protocol import ErrorCode, GroupMember, MemberFailed, StartWork, StopWork
+from kctl.transport.assignor_plugins import assignment_strategy
 from kctl.transport.kafka_group import CONSUMER_CODEC, BrokerGroupDriver
 
 log = logging.getLogger(__name__)
@@ -52,10 +49,9 @@ class GroupWork:
 
     __slots__ = ("done", "lost", "partitions", "start")
 
-    def __init__(self, start: bool, partitions: frozenset[Any], lost: bool = False):
+    def __init__(self, start: bool, partitions: frozenset[TopicPartition], lost: bool = False):
         self.start = start
-        # the assignors' partitions as the runtime's (kctl.api) values
-        self.partitions = sorted(TopicPartition(tp.topic, tp.partition) for tp in partitions)
+        self.partitions = sorted(partitions)
         self.lost = lost
         self.done = threading.Event()
 

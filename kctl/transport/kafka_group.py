@@ -24,8 +24,12 @@ from typing import Any, Protocol
 from kctl.errors import CommitFailedError, TransportError
 from kctl.group import connect_coordinator as connect_wire
 from kctl.group import consumer_protocol as consumer_wire
-from kctl.group.history import GenerationCompleted, GenerationRecord
+from kctl.group.driver import MemberAction
+from kctl.group.history import GenerationCompleted, GenerationRecorder
 from kctl.group.protocol import (
+    COORDINATOR_MOVED,
+    FENCED,
+    MEMBER_ERRORS,
     ErrorCode,
     GroupMember,
     Heartbeat,
@@ -51,12 +55,9 @@ log = logging.getLogger(__name__)
 
 __all__ = ["CONNECT_CODEC", "CONSUMER_CODEC", "BrokerGroupDriver", "GroupCodec"]
 
-# Kafka errors that mean "ask another broker who coordinates this group, then resend".
-_COORDINATOR_MOVED = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
-_KNOWN = {e.value: e for e in ErrorCode}
-# OffsetCommit errors that mean "not yours any more": ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
-# REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID
-_FENCED = {22, 25, 27, 82}
+_COORDINATOR_MOVED = {e.value for e in COORDINATOR_MOVED}
+_KNOWN = {e.value: e for e in MEMBER_ERRORS}
+_FENCED = {e.value for e in FENCED}
 RETRY_BACKOFF_S = 0.1
 
 
@@ -126,7 +127,8 @@ def _name(code: int) -> str:
 
 
 class BrokerGroupDriver:
-    """Carries one `GroupMember` to and from a Kafka group coordinator."""
+    """Carries one `GroupMember` to and from a Kafka group coordinator (a
+    `kctl.group.driver.GroupDriver`)."""
 
     def __init__(self, bootstrap_servers: str, group_id: str, member: GroupMember[Any],
                  codec: GroupCodec, *, request_timeout_ms: int = 30_000,
@@ -143,13 +145,8 @@ class BrokerGroupDriver:
         self._coordinator: Any = None
         self._inflight: list[_InFlight] = []
         self._wake = threading.Event()
-        self._work: list[Any] = []
-        # what the next GenerationRecord tells: why we joined, who the leader saw, and
-        # what was stopped since the last completed generation
-        self._join_reason = ""
-        self._members: tuple[str, ...] = ()
-        self._stopped: Any = member.handler.empty()
-        self._started: Any = member.handler.empty()
+        self._work: list[MemberAction] = []
+        self._recorder = GenerationRecorder(member)  # what the next GenerationRecord tells
         self._assignment: Any = None
         # requests that follow a StopWork wait until the application has stopped that work
         # (it calls poll again): a member joins only once it has given its work up
@@ -170,7 +167,7 @@ class BrokerGroupDriver:
                                  f"group {self.group_id}: {e}") from e
         self._act(self.member.handle(Start(), self._now()))
 
-    def leave(self, reason: str = "shutting down", timeout: float = 5.0) -> list[Any]:
+    def leave(self, reason: str = "shutting down", timeout: float = 5.0) -> list[MemberAction]:
         """Stop cleanly: what the member owned is returned as work to stop, and the
         coordinator is told at once (no session timeout to wait for)."""
         # answers to what is in flight no longer concern a member that has left
@@ -251,7 +248,7 @@ class BrokerGroupDriver:
                                  f"({', '.join(_name(e) for e in sorted(errors))})")
 
     # -- the loop ------------------------------------------------------------------------------
-    def poll(self, timeout: float) -> list[Any]:
+    def poll(self, timeout: float) -> list[MemberAction]:
         """Run the member for up to `timeout` seconds (less when something happens):
         answers in, requests and heartbeats out. Returns StartWork, StopWork and
         MemberFailed actions for the application, in order, and a GenerationCompleted
@@ -280,7 +277,7 @@ class BrokerGroupDriver:
         for request in held:
             self._send(request)
 
-    def _take_work(self) -> list[Any]:
+    def _take_work(self) -> list[MemberAction]:
         work, self._work = self._work, []
         return work
 
@@ -290,20 +287,17 @@ class BrokerGroupDriver:
     def _act(self, actions: list[Any]) -> None:
         for action in actions:
             if isinstance(action, Send):
-                if isinstance(action.request, JoinGroup) and not self._join_reason:
-                    # the first reason since the last generation is its cause; later
-                    # rejoins of the same rebalance give none
-                    self._join_reason = action.request.reason
+                self._recorder.sent(action.request)
                 if self._holding:
                     self._held.append(action.request)
                 else:
                     self._send(action.request)
             elif isinstance(action, StopWork):
-                self._stopped = self._stopped | action.work
+                self._recorder.stopped(action.work)
                 self._work.append(action)
                 self._holding = True
             elif isinstance(action, StartWork):
-                self._started = self._started | action.work
+                self._recorder.started(action.work)
                 self._work.append(action)
             elif isinstance(action, MemberFailed):
                 self._work.append(action)
@@ -438,25 +432,8 @@ class BrokerGroupDriver:
             completed = self.member.last_completed_generation
             self._act(self.member.handle(response, self._now()))
             if self.member.last_completed_generation != completed:
-                self._work.append(GenerationCompleted(self._record()))
-
-    def _record(self) -> GenerationRecord:
-        m = self.member
-        sets: dict[str, Any] = {}
-        delay = int(getattr(self._assignment, "delay_ms", 0) or 0)
-        reports = getattr(m.handler, "reports", {})
-        if m.is_leader and m.generation in reports:
-            sets, delay = reports[m.generation]
-        record = GenerationRecord(
-            worker=m.client_id, member_id=m.member_id, generation=m.generation,
-            at_ms=int(self._wall_clock() * 1000),
-            trigger=self._join_reason or "rebalance started by the group",
-            protocol=m.protocol or "", leader=m.leader, owned=m.owned,
-            assigned=self._started, revoked=self._stopped, delay_ms=delay,
-            members=self._members if m.is_leader else (), sets=sets)
-        self._stopped = self._started = m.handler.empty()
-        self._join_reason = ""
-        return record
+                self._work.append(GenerationCompleted(self._recorder.completed(
+                    self._assignment, int(self._wall_clock() * 1000))))
 
     def _retry(self, entry: _InFlight) -> None:
         if isinstance(entry.request, LeaveGroup):
@@ -477,7 +454,7 @@ class BrokerGroupDriver:
                 JoinMember(m.member_id, m.member_id,
                            self.codec.decode_metadata(protocol or "", bytes(m.metadata)))
                 for m in wire.members)
-            self._members = tuple(m.member_id for m in members)
+            self._recorder.joined(tuple(m.member_id for m in members))
             return JoinGroupResponse(error, wire.member_id, wire.generation_id, protocol,
                                      wire.leader, members)
         if isinstance(request, SyncGroup):

@@ -20,7 +20,6 @@ from kctl.group.assignors import (
     StickyAssignor,
     Subscription,
     TopicPartition,
-    available_consumer_assignors,
     consumer_assignor,
 )
 from kctl.group.assignors.consumer import (
@@ -29,6 +28,7 @@ from kctl.group.assignors.consumer import (
     decode_sticky_user_data,
     encode_sticky_user_data,
 )
+from kctl.transport import assignor_plugins as plugins
 
 
 def subscribe(**members: list[str]) -> dict[str, Subscription]:
@@ -273,8 +273,8 @@ def fake_entry_points(monkeypatch, **targets: object) -> None:
 
 def test_a_third_party_assignor_is_found_through_the_entry_point_group(monkeypatch):
     fake_entry_points(monkeypatch, first=FirstSubscriberAssignor)
-    assert "first" in available_consumer_assignors()
-    assignor = consumer_assignor("first")
+    assert "first" in plugins.available_consumer_assignors()
+    assignor = plugins.consumer_assignor("first")
     assert isinstance(assignor, FirstSubscriberAssignor)
     assert assignor.version == 3
     assert assignor.subscription_user_data({"b", "a"}) == b"a,b"
@@ -289,7 +289,7 @@ def test_a_third_party_assignor_is_found_through_the_entry_point_group(monkeypat
 def test_an_unknown_assignor_names_the_known_ones(monkeypatch):
     fake_entry_points(monkeypatch, first=FirstSubscriberAssignor)
     with pytest.raises(PluginError) as caught:
-        consumer_assignor("afei")
+        plugins.consumer_assignor("afei")
     message = str(caught.value)
     assert "afei" in message
     for known in ("cooperative-sticky", "first", "range", "roundrobin", "sticky"):
@@ -299,7 +299,7 @@ def test_an_unknown_assignor_names_the_known_ones(monkeypatch):
 def test_an_entry_point_that_is_not_an_assignor_is_refused(monkeypatch):
     fake_entry_points(monkeypatch, bogus=dict)
     with pytest.raises(PluginError, match="not a ConsumerPartitionAssignor"):
-        consumer_assignor("bogus")
+        plugins.consumer_assignor("bogus")
 
 
 def test_a_broken_entry_point_says_which_plugin_failed(monkeypatch):
@@ -308,4 +308,4 @@ def test_a_broken_entry_point_says_which_plugin_failed(monkeypatch):
 
     fake_entry_points(monkeypatch, broken=explode)
     with pytest.raises(PluginError, match=r"broken.*boom"):
-        consumer_assignor("broken")
+        plugins.consumer_assignor("broken")

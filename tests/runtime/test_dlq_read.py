@@ -13,8 +13,8 @@ from typing import Any
 
 from support.inprocess import unique
 
+from kctl.launch import build_transport
 from kctl.runtime.dlq import read_topic
-from kctl.runtime.standalone import build_transport
 from kctl.runtime.worker_config import WorkerConfig
 from kctl.transport.base import Admin, Consumer, LogRecord, ProducerRecord, TopicSpec, Transport
 

@@ -6,9 +6,12 @@ import pytest
 
 from kctl.states import State, TargetState, TaskStatus
 from kctl.storage.configs import (
-    ConfigUpdateListener,
+    ConnectorConfigRemoved,
+    ConnectorConfigUpdated,
     FileConfigBackingStore,
     MemoryConfigBackingStore,
+    TargetStateChanged,
+    TaskConfigsUpdated,
 )
 from kctl.storage.status import FileStatusBackingStore, MemoryStatusBackingStore
 
@@ -29,26 +32,9 @@ def statuses(request, tmp_path):
     return s
 
 
-class Recorder(ConfigUpdateListener):
-    def __init__(self):
-        self.events = []
-
-    def on_connector_config_update(self, connector):
-        self.events.append(("config", connector))
-
-    def on_connector_config_remove(self, connector):
-        self.events.append(("remove", connector))
-
-    def on_task_config_update(self, connector, tasks):
-        self.events.append(("tasks", connector, list(tasks)))
-
-    def on_connector_target_state_change(self, connector):
-        self.events.append(("target", connector))
-
-
 def test_a_connectors_life_in_the_config_store(configs):
-    rec = Recorder()
-    configs.add_listener(rec)
+    events = []
+    configs.add_listener(events.append)
     configs.put_connector_config("src", {"connector.class": "FileSource", "tasks.max": "2"},
                                  TargetState.PAUSED)
     assert configs.connector_names() == ["src"]
@@ -63,8 +49,9 @@ def test_a_connectors_life_in_the_config_store(configs):
     assert snap.target_state("src") is TargetState.STOPPED and snap.task_configs["src"] == ()
     configs.remove_connector("src")
     assert configs.connector_config("src") is None and configs.target_state("src") is None
-    assert rec.events == [("target", "src"), ("config", "src"), ("tasks", "src", [0, 1]),
-                          ("target", "src"), ("tasks", "src", []), ("remove", "src")]
+    assert events == [TargetStateChanged("src"), ConnectorConfigUpdated("src"),
+                      TaskConfigsUpdated("src", (0, 1)), TargetStateChanged("src"),
+                      TaskConfigsUpdated("src", ()), ConnectorConfigRemoved("src")]
 
 
 def test_values_are_copies_callers_cannot_change_the_store(configs):
@@ -114,11 +101,10 @@ def test_config_records_follow_kafka_connects_config_topic(tmp_path):
 
 
 def test_a_listener_that_raises_does_not_break_the_store(configs):
-    class Broken(ConfigUpdateListener):
-        def on_connector_config_update(self, connector):
-            raise RuntimeError("boom")
+    def broken(event):
+        raise RuntimeError("boom")
 
-    configs.add_listener(Broken())
+    configs.add_listener(broken)
     configs.put_connector_config("c", {"a": "1"})
     assert configs.connector_config("c") == {"a": "1"}
 

@@ -7,8 +7,9 @@ import pytest
 from support import connectors as sc
 from support.waiting import wait_until
 
+from kctl.launch import file_stores
 from kctl.runtime.plugins import Plugins
-from kctl.runtime.standalone import StandaloneHerder, build_stores
+from kctl.runtime.standalone import StandaloneHerder
 from kctl.runtime.worker import Worker
 from kctl.runtime.worker_config import WorkerConfig
 from kctl.states import State, TargetState
@@ -32,7 +33,8 @@ class MiniWorker:
     def __init__(self, state_dir):
         self.config = WorkerConfig({"state.dir": str(state_dir), "offset.flush.interval.ms": 50})
         self.transport = EmbeddedTransport(state_dir)
-        self.offsets, self.configs, self.statuses = build_stores(state_dir)
+        stores = file_stores(state_dir)
+        self.offsets, self.configs, self.statuses = stores.offsets, stores.configs, stores.statuses
         plugins = Plugins([])
         self.herder = StandaloneHerder("w1", plugins, self.configs, self.statuses, self.offsets)
         self.herder.start(Worker(self.config, worker_id="w1", transport=self.transport,

@@ -17,6 +17,12 @@ import pytest
 
 from kctl.errors import ConfigError
 from kctl.states import State, TargetState
+from kctl.storage.configs import (
+    ConfigEvent,
+    ConnectorConfigRemoved,
+    ConnectorConfigUpdated,
+    TaskConfigsUpdated,
+)
 from kctl.storage.offsets import serialize_key, serialize_value
 from kctl.storage.topic_log import LogTopic, TopicBackedLog
 from kctl.storage.topic_stores import (
@@ -57,19 +63,10 @@ def settings() -> dict[str, object]:
 
 class Events:
     def __init__(self) -> None:
-        self.seen: list[tuple[str, object]] = []
+        self.seen: list[ConfigEvent] = []
 
-    def on_connector_config_update(self, connector: str) -> None:
-        self.seen.append(("config", connector))
-
-    def on_connector_config_remove(self, connector: str) -> None:
-        self.seen.append(("remove", connector))
-
-    def on_task_config_update(self, connector: str, tasks) -> None:
-        self.seen.append(("tasks", (connector, list(tasks))))
-
-    def on_connector_target_state_change(self, connector: str) -> None:
-        self.seen.append(("target", connector))
+    def __call__(self, event: ConfigEvent) -> None:
+        self.seen.append(event)
 
 
 def raw_records(t: Transport, topic: str) -> dict[str, object]:
@@ -98,8 +95,8 @@ def test_config_changes_reach_every_worker_through_the_log(transports, settings)
                             TargetState.PAUSED)
     w1.put_task_configs("clicks", [{"task": "0"}, {"task": "1"}])
     # w1's own listener heard it from the log, when the write returned
-    assert ("config", "clicks") in w1_events.seen
-    assert ("tasks", ("clicks", [0, 1])) in w1_events.seen
+    assert ConnectorConfigUpdated("clicks") in w1_events.seen
+    assert TaskConfigsUpdated("clicks", (0, 1)) in w1_events.seen
 
     w2.read_to_end()
     assert w2.connector_config("clicks") == {"connector.class": "FileSource", "tasks.max": "2"}
@@ -115,7 +112,7 @@ def test_config_changes_reach_every_worker_through_the_log(transports, settings)
     # a deletion is a tombstone every worker applies
     w2.remove_connector("clicks")
     w1.read_to_end()
-    assert not w1.contains("clicks") and ("remove", "clicks") in w1_events.seen
+    assert not w1.contains("clicks") and ConnectorConfigRemoved("clicks") in w1_events.seen
     w1.put_connector_config("orders", {"connector.class": "FileSink"})
     w1.stop()
     w2.stop()

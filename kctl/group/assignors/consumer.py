@@ -16,23 +16,24 @@ Every member's partitions come back sorted by topic, then partition.
 from __future__ import annotations
 
 import bisect
-import importlib.metadata
 import struct
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from operator import attrgetter
+from typing import Any
 
-from kctl.errors import ConfigError, PluginError
+from kctl.api.records import TopicPartition
+from kctl.errors import PluginError
 
 __all__ = [
     "DEFAULT_GENERATION",
-    "ENTRY_POINT_GROUP",
     "AbstractPartitionAssignor",
     "AbstractStickyAssignor",
     "Assignment",
+    "AssignorPlugin",
     "ConsumerPartitionAssignor",
     "CooperativeStickyAssignor",
     "MemberData",
@@ -51,26 +52,6 @@ __all__ = [
 ]
 
 DEFAULT_GENERATION = -1
-ENTRY_POINT_GROUP = "kctl.assignors"
-
-
-@dataclass(frozen=True, order=True, slots=True)
-class TopicPartition:
-    """One partition of a topic; sorts by topic then partition; str() is "T0-0"."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-    @classmethod
-    def parse(cls, text: str) -> TopicPartition:
-        """Inverse of str(): the partition number follows the last dash."""
-        topic, dash, number = text.rpartition("-")
-        if not dash or not topic or not number.isdigit():
-            raise ConfigError(f"not a topic partition (expected 'topic-N'): {text!r}", key=text)
-        return cls(topic, int(number))
 
 
 def _tuple_of(values: Iterable) -> tuple:
@@ -935,36 +916,50 @@ _KAFKA_CLASS_NAMES = {
 }
 
 
-def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
-    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+@dataclass(frozen=True)
+class AssignorPlugin:
+    """A third-party assignor someone else found (the worker scans the `kctl.assignors`
+    entry points, `kctl.transport.assignor_plugins`): this core never looks for plugins,
+    it is handed them. `load` returns a class or a zero-argument factory; `source` names
+    where it comes from, for errors."""
+
+    name: str
+    source: str
+    load: Callable[[], Callable[[], Any]]
 
 
-def available_consumer_assignors() -> list[str]:
-    """Built-in names, then those registered under `kctl.assignors`, sorted."""
-    return sorted({*BUILTIN_ASSIGNORS, *_entry_points()})
+AssignorPlugins = Mapping[str, AssignorPlugin]
+NO_PLUGINS: AssignorPlugins = {}
 
 
-def consumer_assignor(name: str) -> ConsumerPartitionAssignor:
+def available_consumer_assignors(plugins: AssignorPlugins = NO_PLUGINS) -> list[str]:
+    """Built-in names, then those of the given plugins, sorted."""
+    return sorted({*BUILTIN_ASSIGNORS, *plugins})
+
+
+def consumer_assignor(name: str, plugins: AssignorPlugins = NO_PLUGINS
+                      ) -> ConsumerPartitionAssignor:
     """A fresh assignor (each member needs its own: sticky ones remember their assignment).
 
-    `name` is a built-in name, an entry-point name in `kctl.assignors`, or a Kafka class
-    name of a built-in. An entry point may name a class or a zero-argument factory.
+    `name` is a built-in name, a Kafka class name of a built-in, or the name of one of
+    `plugins` (which may name a class or a zero-argument factory).
     """
     name = _KAFKA_CLASS_NAMES.get(name, name)
     builtin = BUILTIN_ASSIGNORS.get(name)
     if builtin is not None:
         return builtin()
-    ep = _entry_points().get(name)
-    if ep is None:
-        known = ", ".join(available_consumer_assignors())
+    plugin = plugins.get(name)
+    if plugin is None:
+        known = ", ".join(available_consumer_assignors(plugins))
         raise PluginError(f"unknown consumer assignor {name!r}; known: {known}")
     try:
-        factory = ep.load()
+        factory = plugin.load()
         assignor = factory()
     except Exception as exc:
-        raise PluginError(f"cannot load consumer assignor {name!r} ({ep.value}): {exc}") from exc
+        raise PluginError(f"cannot load consumer assignor {name!r} ({plugin.source}): {exc}"
+                          ) from exc
     if not isinstance(assignor, ConsumerPartitionAssignor):
         raise PluginError(
-            f"consumer assignor {name!r} ({ep.value}) is not a ConsumerPartitionAssignor"
+            f"consumer assignor {name!r} ({plugin.source}) is not a ConsumerPartitionAssignor"
         )
     return assignor

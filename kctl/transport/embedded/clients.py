@@ -12,10 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from kctl.api.records import RecordMetadata, TopicPartition
 from kctl.errors import ConfigError, TransportError
-from kctl.group.consumer_coordinator import (
-    ASSIGNMENT_STRATEGY_CONFIG,
-    assignment_strategy,
-)
+from kctl.group.consumer_coordinator import ASSIGNMENT_STRATEGY_CONFIG
+from kctl.transport.assignor_plugins import assignment_strategy
 from kctl.transport.base import (
     Admin,
     BatchCallback,

@@ -78,7 +78,7 @@ class _Member:
         return now_ms - self.last_poll_ms < self.member.session_timeout_ms
 
     def target(self) -> set[TopicPartition]:
-        return {TopicPartition(tp.topic, tp.partition) for tp in self.member.owned}
+        return set(self.member.owned)
 
 
 @dataclass(frozen=True)

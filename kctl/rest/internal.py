@@ -1,0 +1,107 @@
+"""Requests between the workers of a cluster, in one place: forwarding a request to the
+worker that can serve it, handing task configs to the leader, and signing them (KIP-507).
+
+Every request goes to a base URL a member advertised in its group metadata (the leader's
+URL from the assignment, another member's from the leader's view of the generation), so
+the scheme and port are the ones that worker listens on. `InterWorkerClient` is the seam
+for what such a request carries besides (TLS settings, credentials).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from kctl.errors import ConflictError, ForbiddenError
+from kctl.storage.configs import SessionKey
+
+__all__ = [
+    "FORWARDED_HEADERS",
+    "FORWARD_CONFLICT",
+    "FORWARD_TIMEOUT_S",
+    "SIGNATURE_ALGORITHM",
+    "SIGNATURE_ALGORITHM_HEADER",
+    "SIGNATURE_HEADER",
+    "InterWorkerClient",
+    "sign",
+    "verify",
+]
+
+# KIP-507's headers and algorithm, as Kafka Connect's InternalRequestSignature
+SIGNATURE_HEADER = "X-Connect-Authorization"
+SIGNATURE_ALGORITHM_HEADER = "X-Connect-Request-Signature-Algorithm"
+SIGNATURE_ALGORITHM = "HmacSHA256"
+# What a worker answers when a forwarded request reaches a worker that cannot serve it
+# either (Kafka Connect's words): the leader changed on the way.
+FORWARD_CONFLICT = ("Cannot complete request because of a conflicting operation "
+                    "(e.g. worker rebalance)")
+FORWARD_TIMEOUT_S = 90.0  # Kafka's REST request timeout
+TASK_CONFIGS_TIMEOUT_S = 30.0
+# Headers a forwarded request keeps: the body's type and the internal request signature
+FORWARDED_HEADERS = ("content-type", SIGNATURE_HEADER.lower(), SIGNATURE_ALGORITHM_HEADER.lower())
+
+
+def sign(key: bytes, body: bytes) -> str:
+    return base64.b64encode(hmac.new(key, body, hashlib.sha256).digest()).decode()
+
+
+def verify(key: SessionKey | None, body: bytes, headers: Mapping[str, str]) -> None:
+    """ForbiddenError unless `headers` carry a valid signature of `body` under `key`
+    (Kafka Connect's answers, word for word)."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    given = lowered.get(SIGNATURE_HEADER.lower())
+    if given is None:
+        raise ForbiddenError("Internal request missing required signature")
+    algorithm = lowered.get(SIGNATURE_ALGORITHM_HEADER.lower(), SIGNATURE_ALGORITHM)
+    if algorithm != SIGNATURE_ALGORITHM:
+        raise ForbiddenError(f"Internal request signature algorithm {algorithm} is not "
+                             f"supported (expected {SIGNATURE_ALGORITHM})")
+    if key is None or not hmac.compare_digest(sign(key.key, body), given):
+        raise ForbiddenError("Internal request contained invalid signature.")
+
+
+class InterWorkerClient:
+    """HTTP to other workers of the cluster, at the base URLs they advertised."""
+
+    def __init__(self, options: Mapping[str, Any] | None = None, *,
+                 timeout_s: float = FORWARD_TIMEOUT_S):
+        """`options`: what every inter-worker request is made with (httpx client options:
+        `verify` for https between workers, `auth`, ...)."""
+        self.options = dict(options or {})
+        self.timeout_s = timeout_s
+
+    def _client_options(self) -> dict[str, Any]:
+        return dict(self.options)
+
+    def post_task_configs(self, leader_url: str, connector: str,
+                          configs: list[dict[str, str]], key: SessionKey | None) -> None:
+        """The leader's internal `POST /connectors/{name}/tasks`, signed when `key` is
+        given; ConflictError when the leader does not take them."""
+        body = json.dumps(configs).encode()
+        headers = {"Content-Type": "application/json"}
+        if key is not None:
+            headers[SIGNATURE_HEADER] = sign(key.key, body)
+            headers[SIGNATURE_ALGORITHM_HEADER] = SIGNATURE_ALGORITHM
+        url = f"{leader_url.rstrip('/')}/connectors/{quote(connector, safe='')}/tasks"
+        with httpx.Client(timeout=TASK_CONFIGS_TIMEOUT_S, **self._client_options()) as client:
+            answer = client.post(url, content=body, headers=headers,
+                                 params={"forward": "false"})
+        if answer.status_code >= 300:
+            raise ConflictError(f"leader answered {answer.status_code}: {answer.text[:200]}")
+
+    async def forward(self, base_url: str, method: str, path: str,
+                      params: Sequence[tuple[str, str]], headers: Mapping[str, str],
+                      body: bytes) -> httpx.Response:
+        """A REST request, as it arrived, to the worker at `base_url` (httpx.HTTPError when
+        that worker cannot be reached)."""
+        kept = {k: v for k, v in headers.items() if k.lower() in FORWARDED_HEADERS}
+        async with httpx.AsyncClient(timeout=self.timeout_s, **self._client_options()) as client:
+            return await client.request(method, base_url.rstrip("/") + path, params=params,
+                                        headers=kept, content=body)

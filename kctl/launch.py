@@ -14,18 +14,35 @@ from typing import Any
 from kctl.errors import ConfigError, KctlError, ValidationError
 from kctl.exit_status import ExitStatus
 from kctl.rest.app import create_app
+from kctl.rest.auth import BasicAuth, load_credentials
 from kctl.rest.server import RestServer
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.secrets import install_log_redaction
 from kctl.runtime.spark import SparkEngine
 from kctl.runtime.standalone import StandaloneHerder, build_stores, build_transport
-from kctl.runtime.validation import raise_if_invalid, validate_config
+from kctl.runtime.validation import ConnectorPolicy, raise_if_invalid, validate_config
 from kctl.runtime.worker import Worker
 from kctl.runtime.worker_config import BOOTSTRAP_SERVERS_CONFIG
 
 log = logging.getLogger(__name__)
 
 __all__ = ["DistributedWorker", "StandaloneWorker", "run_worker"]
+
+
+def rest_server(config: Any, herder: Any) -> RestServer:
+    """The REST API as the config asks: https with the listener's certificate, Basic auth
+    (rest.extension.classes), and calls to other workers verified the same way."""
+    app = create_app(herder)
+    app.state.client_options = config.rest_client_options()
+    if config.rest_auth == "basic":
+        users = load_credentials(config.get_str("rest.basic.auth.credentials.file"))
+        # only a cluster that signs its internal requests lets them pass unauthenticated
+        app.add_middleware(BasicAuth, users=users,
+                           signed_internal=config.distributed and
+                           config.get_str("connect.protocol") == "sessioned")
+    tls = config.rest_tls().server_context() if config.listener_scheme == "https" else None
+    host, port = config.listener()
+    return RestServer(app, host, port, ssl_context=tls)
 
 
 class StandaloneWorker:
@@ -43,9 +60,8 @@ class StandaloneWorker:
         for err in self.plugins.load_errors:
             log.warning("plugin: %s", err)
         self.herder = StandaloneHerder("starting", self.plugins, None, None, None)
-        host, port = config.listener()
         try:
-            self.rest = RestServer(create_app(self.herder), host, port)
+            self.rest = rest_server(config, self.herder)
         except ConfigError as e:
             raise ConfigError(f"{config.source}: listeners: {e}", key="listeners",
                               source=config.source) from e
@@ -125,9 +141,8 @@ class DistributedWorker:
         self.herder = DistributedHerder(
             "starting", self.plugins, self.configs, self.statuses, self.offsets, url="",
             worker_config=config, driver_factory=self._driver)
-        host, port = config.listener()
         try:
-            self.rest = RestServer(create_app(self.herder), host, port)
+            self.rest = rest_server(config, self.herder)
         except BaseException:
             self._stop_stores()
             raise
@@ -136,7 +151,8 @@ class DistributedWorker:
         from kctl.transport.kafka_group import CONNECT_CODEC, BrokerGroupDriver
 
         return BrokerGroupDriver(",".join(self.config.get_list(BOOTSTRAP_SERVERS_CONFIG)),
-                                 self.config.get_str("group.id"), member, CONNECT_CODEC)
+                                 self.config.get_str("group.id"), member, CONNECT_CODEC,
+                                 security=self.config.kafka_security())
 
     def start(self) -> None:
         self.spark.preload()
@@ -176,8 +192,8 @@ def build_worker(config: Any, plugins: Plugins | None = None) -> StandaloneWorke
     return StandaloneWorker(config, plugins)
 
 
-def _load_connectors(files: list[str], plugins: Plugins, transformer: Any = None
-                     ) -> tuple[list[tuple[str, dict[str, str]]], list[str]]:
+def _load_connectors(files: list[str], plugins: Plugins, transformer: Any = None,
+                     policy: Any = None) -> tuple[list[tuple[str, dict[str, str]]], list[str]]:
     """Read and validate every connector file, so a bad one stops the worker before it starts
     (connect-standalone exits on a connector it cannot create, too). Every problem of every
     file is reported at once; unknown keys are warnings."""
@@ -190,7 +206,7 @@ def _load_connectors(files: list[str], plugins: Plugins, transformer: Any = None
         except KctlError as e:
             problems.append(str(e) if f in str(e) else f"{f}: {e}")
             continue
-        result = validate_config(plugins, config, transformer=transformer)
+        result = validate_config(plugins, config, transformer=transformer, policy=policy)
         warnings += [f"{f}: connector {name}: {w}" for w in unknown_keys(config, known_keys(result))]
         try:
             raise_if_invalid(result)
@@ -271,7 +287,8 @@ def _serve(config_path: str | None, connector_files: list[str], console: Any, er
                 "is set) takes connectors through its REST API: kctl connector apply FILE")
         plugins = Plugins(config.get_list("plugin.path"))
         connectors, warnings = _load_connectors(connector_files, plugins,
-                                                config.config_transformer)
+                                                config.config_transformer,
+                                                ConnectorPolicy.of(config))
         for warning in warnings:
             warn(warning)
         worker = build_worker(config, plugins)

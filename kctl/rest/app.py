@@ -134,8 +134,9 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
 FORWARD_CONFLICT = ("Cannot complete request because of a conflicting operation "
                     "(e.g. worker rebalance)")
 FORWARD_TIMEOUT_S = 90.0
-# Headers a forwarded request keeps: the body's type and the internal request signature
-FORWARDED_HEADERS = ("content-type", "x-connect-authorization",
+# Headers a forwarded request keeps: the body's type, the user's credentials (Kafka forwards
+# Authorization too) and the internal request signature
+FORWARDED_HEADERS = ("content-type", "authorization", "x-connect-authorization",
                      "x-connect-request-signature-algorithm")
 
 
@@ -185,7 +186,9 @@ async def forward(request: Request, exc: RequestTargetError) -> Response:
     headers = {k: v for k, v in request.headers.items() if k.lower() in FORWARDED_HEADERS}
     url = exc.forward_url.rstrip("/") + request.url.path
     try:
-        async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT_S) as client:
+        # https between workers is verified as the worker's config says (launch sets it)
+        verify = getattr(request.app.state, "client_options", {}).get("verify", True)
+        async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT_S, verify=verify) as client:
             answer = await client.request(request.method, url, params=params, headers=headers,
                                           content=request.scope.get("kctl.body", b""))
     except httpx.HTTPError as e:

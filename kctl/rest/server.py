@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 import time
 
@@ -13,9 +14,13 @@ from kctl.errors import ConfigError
 
 
 class RestServer:
-    def __init__(self, app: FastAPI, host: str = "127.0.0.1", port: int = 8083):
+    def __init__(self, app: FastAPI, host: str = "127.0.0.1", port: int = 8083,
+                 ssl_context: ssl.SSLContext | None = None):
+        """`ssl_context`: serve https with it (the listener's certificate, and the clients'
+        it requires when ssl.client.auth is set)."""
         self.app = app
         self.host = host
+        self.scheme = "https" if ssl_context is not None else "http"
         self._sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -26,6 +31,8 @@ class RestServer:
                               key="listeners") from e
         self.port = self._sock.getsockname()[1]
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        config.load()
+        config.ssl = ssl_context  # uvicorn builds contexts from files only; this one is ours
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run,
                                         kwargs={"sockets": [self._sock]}, name="rest",
@@ -33,7 +40,8 @@ class RestServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}"
 
     def start(self, timeout: float = 10.0) -> None:
         self._thread.start()

@@ -482,8 +482,9 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
         from urllib.parse import quote
 
         url = f"{leader_url.rstrip('/')}/connectors/{quote(name, safe='')}/tasks"
+        options = getattr(self.worker_config, "rest_client_options", dict)()  # https, auth
         answer = httpx.post(url, content=body, headers=headers, params={"forward": "false"},
-                            timeout=30)
+                            timeout=30, **options)
         if answer.status_code >= 300:
             raise ConflictError(f"leader answered {answer.status_code}: {answer.text[:200]}")
 
@@ -638,8 +639,9 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
                     State.UNASSIGNED:
                 raise ConflictError(f"Task {name}-{task} is not running on any worker "
                                     "right now (a rebalance may be in progress)")
+            scheme = self.url.split("://", 1)[0] if "://" in self.url else "http"
             raise RequestTargetError(f"Task {name}-{task} runs on {entry.worker_id}",
-                                     f"http://{entry.worker_id}")
+                                     f"{scheme}://{entry.worker_id}")
 
         self._call(run)
 

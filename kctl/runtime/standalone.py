@@ -246,4 +246,5 @@ def build_transport(config: Any) -> Any:
     from kctl.transport.kafka import KafkaTransport
 
     return KafkaTransport(config.get_list(BOOTSTRAP_SERVERS_CONFIG),
-                          admin_config=config.with_prefix("admin."))
+                          admin_config=config.with_prefix("admin."),
+                          security=config.kafka_security())

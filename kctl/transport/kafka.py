@@ -50,6 +50,7 @@ from kctl.transport.base import (
     column_rows,
 )
 from kctl.transport.kafka_consumer_group import DEFAULT_STRATEGY, ConsumerGroupMember
+from kctl.transport.security import librdkafka_config, security_settings
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -150,7 +151,10 @@ class Reachability:
 
 
 def _clean(conf: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in conf.items() if not k.startswith(_PRIVATE) and k not in _GROUP_ONLY}
+    """What librdkafka gets: no kctl-only or group-only keys, Kafka's Java security names
+    (ssl.truststore.location, sasl.jaas.config, ...) in librdkafka's words."""
+    return librdkafka_config({k: v for k, v in conf.items()
+                              if not k.startswith(_PRIVATE) and k not in _GROUP_ONLY})
 
 
 # Settings of a consumer's group membership, which kctl runs (kafka_consumer_group.py):
@@ -294,7 +298,8 @@ class KafkaConsumer(Consumer):
             raise TransportError(f"consumer of group {group_id} cannot subscribe: it was made "
                                  "without a view of the cluster's topics")
         self._group = ConsumerGroupMember(str(self._conf["bootstrap.servers"]), group_id,
-                                          topics, self._conf, self._partition_counts)
+                                          topics, self._conf, self._partition_counts,
+                                          security=security_settings(self._conf))
         self._group.start()
 
     def _rebalance(self) -> None:
@@ -522,13 +527,17 @@ class KafkaTransport(Transport):
     name = "kafka"
 
     def __init__(self, bootstrap_servers: Sequence[str] | str, *,
-                 admin_config: Mapping[str, Any] | None = None):
+                 admin_config: Mapping[str, Any] | None = None,
+                 security: Mapping[str, Any] | None = None):
+        """`security`: the worker-level security.protocol, ssl.* and sasl.* settings, the
+        base of every client's config (producer.*, consumer.*, admin.* and overrides
+        replace them key by key)."""
         servers = bootstrap_servers if isinstance(bootstrap_servers, str) else ",".join(bootstrap_servers)
         self.bootstrap = servers
         self.reachability = Reachability(servers)
         self._base = {"bootstrap.servers": servers, "logger": CLIENT_LOG,
-                      "error_cb": self.reachability.error_cb}
-        self._admin_conf = {**self._base, **_clean(admin_config or {})}
+                      "error_cb": self.reachability.error_cb, **(security or {})}
+        self._admin_conf = _clean({**self._base, **(admin_config or {})})
         self._admin = KafkaAdmin(self._admin_conf, self.reachability)
 
     @property
@@ -539,7 +548,7 @@ class KafkaTransport(Transport):
             return "kafka"
 
     def producer(self, config: Mapping[str, Any] | None = None) -> Producer:
-        return KafkaProducer({**self._base, **PRODUCER_DEFAULTS, **_clean(config or {})})
+        return KafkaProducer(_clean({**self._base, **PRODUCER_DEFAULTS, **(config or {})}))
 
     def consumer(self, group_id: str | None, config: Mapping[str, Any] | None = None) -> Consumer:
         user = {k: v for k, v in (config or {}).items() if not k.startswith(_PRIVATE)}

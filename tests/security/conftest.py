@@ -1,0 +1,17 @@
+import pytest
+from support.certs import write_tls_files
+from support.tls_broker import start_tls_broker
+
+
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory):
+    """A CA, server and client certificates it signed, and bad ones (expired, foreign)."""
+    return write_tls_files(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="session")
+def tls_broker(tls_files):
+    """The test broker, reachable only over TLS with `tls_files.server_cert`."""
+    broker = start_tls_broker(tls_files.server_cert, tls_files.server_key)
+    yield broker
+    broker.stop()

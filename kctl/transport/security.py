@@ -165,8 +165,9 @@ class TlsMaterial:
                                   key=f"{prefix}ssl.keystore.key")
         elif conf.get("ssl.keystore.location"):
             where = f"{prefix}ssl.keystore.location"
+            kind = _store_type(conf, "keystore", prefix)  # a JKS is refused before it is read
             data = _read(str(conf["ssl.keystore.location"]), where)
-            if _store_type(conf, "keystore", prefix) == "PKCS12":
+            if kind == "PKCS12":
                 chain, key, _ = _pkcs12(data, conf.get("ssl.keystore.password"), where)
                 key_password = None
             else:

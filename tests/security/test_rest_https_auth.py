@@ -128,7 +128,7 @@ def test_curl_drives_the_worker_as_a_connect_script_would(worker, tls_files):
     no_creds = subprocess.run(base + create, capture_output=True, text=True)
     assert no_creds.stdout == "401"
     assert names(worker) == []
-    ok = subprocess.run(base + ["-u", "alice:wonderland"] + create, capture_output=True,
+    ok = subprocess.run([*base, "-u", "alice:wonderland", *create], capture_output=True,
                         text=True)
     assert ok.stdout == "201", ok.stderr
     untrusted = subprocess.run(["curl", "-sS", "-u", "alice:wonderland", url + "/connectors"],

@@ -50,6 +50,6 @@ def path_problem(path: str, roots: Iterable[str]) -> str | None:
     if within(fixed, roots):
         return None
     real = os.path.realpath(fixed)
-    how = f" (it resolves to {real})" if real != os.path.normpath(fixed) else ""
+    how = f" (it resolves to {real})" if real != fixed.rstrip(os.sep) else ""
     return (f"path {path} is outside the directories this worker allows connectors to use"
             f"{how}; file.connector.allowed.paths: {', '.join(roots)}")

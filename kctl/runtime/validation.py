@@ -9,9 +9,10 @@ from typing import Any
 from kctl.api.config import ConfigDef, ConfigKey, ConfigValue, Password
 from kctl.api.connector import Connector, SinkConnector
 from kctl.api.paths import path_problem
-from kctl.errors import PluginError, ValidationError
+from kctl.errors import ConfigError, PluginError, ValidationError
 from kctl.runtime import connector_config as cc
 from kctl.runtime.config_providers import (
+    ALLOWED_PATHS_CONFIG,
     PLACEHOLDER,
     ConfigTransformer,
     has_placeholder,
@@ -72,19 +73,29 @@ class ConnectorPolicy:
         return out
 
 
-def unknown_providers(config: Mapping[str, Any], transformer: ConfigTransformer
-                      ) -> dict[str, list[str]]:
-    """key -> placeholders naming a config provider this worker does not have."""
+def refused_placeholders(config: Mapping[str, Any], transformer: ConfigTransformer
+                         ) -> dict[str, list[str]]:
+    """key -> placeholders this worker refuses: naming a config provider it does not have,
+    or a file outside its providers' allowed.paths (KIP-993). Placeholders that fail for
+    another reason (a missing key) may resolve on the worker that runs the task."""
     out: dict[str, list[str]] = {}
     known = ", ".join(sorted(transformer.providers)) or "none"
     for key, value in config.items():
-        if not isinstance(value, str):
+        if not isinstance(value, str) or not has_placeholder(value):
             continue
-        for m in PLACEHOLDER.finditer(value):
-            if m.group(1) not in transformer.providers:
-                out.setdefault(key, []).append(
-                    f"{m.group(0)} names config provider {m.group(1)!r}, which this worker "
-                    f"does not have (config.providers: {known})")
+        unknown = [m for m in PLACEHOLDER.finditer(value)
+                   if m.group(1) not in transformer.providers]
+        for m in unknown:
+            out.setdefault(key, []).append(
+                f"{m.group(0)} names config provider {m.group(1)!r}, which this worker "
+                f"does not have (config.providers: {known})")
+        if unknown:
+            continue
+        try:
+            transformer.transform({key: value}, what="connector config")
+        except ConfigError as e:
+            if ALLOWED_PATHS_CONFIG in str(e):
+                out.setdefault(key, []).append(str(e))
     return out
 
 
@@ -180,7 +191,7 @@ def validate_config(plugins: Plugins, config: Mapping[str, Any],
                 values.append(pv)
     extra: dict[str, list[str]] = {}
     if transformer is not None:
-        extra.update(unknown_providers(raw, transformer))
+        extra.update(refused_placeholders(raw, transformer))
     if policy is not None:
         for k, errs in policy.problems(connector, config).items():
             extra.setdefault(k, []).extend(errs)

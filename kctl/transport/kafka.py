@@ -121,6 +121,9 @@ _UNREACHABLE = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError.
                 KafkaError._AUTHENTICATION, KafkaError._SSL}
 
 
+_REFUSED = re.compile(r"SASL|SSL|certificate|authentication", re.I)
+
+
 class Reachability:
     """What the clients of one transport last said about reaching the cluster; errors that
     time out quote it, so a task's status names the cause in one line."""
@@ -132,7 +135,10 @@ class Reachability:
 
     def error_cb(self, err: KafkaError) -> None:
         if err.code() in _UNREACHABLE:
-            self.last_error = err.str()
+            # "all brokers down" after a refused handshake says less than the refusal
+            if err.code() != KafkaError._ALL_BROKERS_DOWN or not self.last_error or \
+                    not _REFUSED.search(self.last_error):
+                self.last_error = err.str()
             self.last_ok = False
             CLIENT_LOG.warning("cannot reach the Kafka cluster at %s (bootstrap.servers): %s",
                                self.bootstrap, err.str())
@@ -498,6 +504,7 @@ class KafkaAdmin(Admin):
         try:
             md = self._a.list_topics(timeout=10)
         except KafkaException as e:
+            self._a.poll(0)  # serve the clients' errors: a refused TLS or SASL handshake
             raise TransportError(self._reach.explain("cannot list topics", e.args[0])) from e
         return {name: len(t.partitions) for name, t in md.topics.items()
                 if not name.startswith("__")}

@@ -171,8 +171,10 @@ class BrokerGroupDriver:
         try:
             self._client._manager.bootstrap(self.request_timeout_ms)
         except Exception as e:
+            protocol = str(self._security.get("security.protocol") or "PLAINTEXT").upper()
             raise TransportError(f"cannot reach the Kafka cluster at {self._bootstrap} to join "
-                                 f"group {self.group_id}: {e}") from e
+                                 f"group {self.group_id} (security.protocol={protocol}): "
+                                 f"{e}") from e
         self._act(self.member.handle(Start(), self._now()))
 
     def leave(self, reason: str = "shutting down", timeout: float = 5.0) -> list[Any]:

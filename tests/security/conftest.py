@@ -15,3 +15,13 @@ def tls_broker(tls_files):
     broker = start_tls_broker(tls_files.server_cert, tls_files.server_key)
     yield broker
     broker.stop()
+
+
+@pytest.fixture(scope="session")
+def sasl_broker():
+    """The test broker with --authentication (SASL required of every client)."""
+    from support.tls_broker import start_auth_broker
+
+    broker = start_auth_broker()
+    yield broker
+    broker.stop()

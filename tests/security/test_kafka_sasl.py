@@ -64,7 +64,7 @@ def test_jaas_values_parse_as_kafka_writes_them():
                                            "tokenauth": "true"}
     with pytest.raises(ConfigError, match="JAAS login module"):
         parse_jaas("username=alice", "sasl.jaas.config")
-    with pytest.raises(ConfigError, match="does not serve sasl.mechanism=SCRAM-SHA-256"):
+    with pytest.raises(ConfigError, match=r"does not serve sasl\.mechanism=SCRAM-SHA-256"):
         librdkafka_config({**sasl("PLAIN"), "sasl.mechanism": "SCRAM-SHA-256"})
     with pytest.raises(ConfigError, match="needs credentials"):
         librdkafka_config({"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN"})
@@ -83,7 +83,7 @@ def test_both_clients_run_the_scram_exchange_and_report_the_refusal(sasl_broker)
     group = ConsumerGroupMember(sasl_broker.bootstrap, "g", ["t"], {}, dict,
                                 security=sasl("SCRAM-SHA-256", user="nobody-here"))
     group.driver.request_timeout_ms = 3000
-    with pytest.raises(TransportError, match="security.protocol=SASL_PLAINTEXT"):
+    with pytest.raises(TransportError, match=r"security\.protocol=SASL_PLAINTEXT"):
         group.driver.start()
 
 

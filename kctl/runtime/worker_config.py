@@ -398,7 +398,7 @@ class WorkerConfig(AbstractConfig):
         if self.rest_auth == "basic":
             info = self.get("rest.basic.auth.user.info")
             if info is not None:
-                user, _, password = info.value.partition(":")
+                user, _, password = info.value().partition(":")
             else:
                 user, password = next(iter(load_credentials(
                     self.get_str("rest.basic.auth.credentials.file")).items()))

@@ -83,6 +83,11 @@ def test_the_worker_answers_https_and_asks_every_request_for_credentials(worker,
         # an internal path without a signature is not a way in either
         internal = anonymous.post("/connectors/sneaky/tasks", json=[SOURCE])
         assert internal.status_code == 401
+        # nor a made-up signature: only a cluster that signs lets signed requests through
+        forged = anonymous.post("/connectors/sneaky/tasks", json=[SOURCE], headers={
+            "X-Connect-Authorization": "Zm9yZ2Vk",
+            "X-Connect-Request-Signature-Algorithm": "HmacSHA256"})
+        assert forged.status_code == 401
         assert names(worker) == []  # nothing changed
         created = anonymous.post("/connectors", auth=("bob", "builder"),
                                  json={"name": "ok", "config": SOURCE})
@@ -234,3 +239,19 @@ def test_a_pkcs12_keystore_serves_https(tmp_path, tls_files):
         r = httpx.get(w.rest.url + "/", auth=("alice", "wonderland"),
                       verify=ssl.create_default_context(cafile=tls_files.ca))
         assert r.status_code == 200
+
+
+def test_a_worker_calls_other_workers_as_its_config_says(tmp_path, tls_files):
+    creds = tmp_path / "users.properties"
+    creds.write_text("first=one\nsecond=two\n")
+    base = {"state.dir": str(tmp_path), "listeners": "https://127.0.0.1:0",
+            "ssl.keystore.location": str(tls_files.server),
+            "ssl.truststore.location": str(tls_files.ca),
+            "rest.extension.classes": "basic", "rest.basic.auth.credentials.file": str(creds)}
+    options = WorkerConfig(base).rest_client_options()
+    assert options["auth"] == ("first", "one")
+    assert isinstance(options["verify"], ssl.SSLContext)
+    assert options["verify"].verify_mode == ssl.CERT_REQUIRED and options["verify"].check_hostname
+    own = WorkerConfig({**base, "rest.basic.auth.user.info": "second:two"})
+    assert own.rest_client_options()["auth"] == ("second", "two")
+    assert WorkerConfig({"state.dir": str(tmp_path)}).rest_client_options() == {}

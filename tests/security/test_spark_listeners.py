@@ -8,6 +8,7 @@ import ipaddress
 import os
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -42,7 +43,7 @@ def _listening(pid: int) -> list[str]:
 def _jvm_pid() -> int:
     out = subprocess.run(["pgrep", "-P", str(os.getpid())], capture_output=True, text=True)
     pids = [int(p) for p in out.stdout.split()]
-    java = [p for p in pids if "java" in open(f"/proc/{p}/cmdline").read()]
+    java = [p for p in pids if "java" in Path(f"/proc/{p}/cmdline").read_text()]
     assert java, "no JVM child process"
     return java[-1]
 

@@ -155,7 +155,9 @@ def validate_config(plugins: Plugins, config: Mapping[str, Any],
     With the worker's `transformer`, placeholders are resolved first (as Kafka validates),
     so a `${file:...}` port is checked as a number and the plugin's validate() can use the
     password; a placeholder that cannot be resolved here stays as it is (it may resolve on
-    the worker that runs the task). The answer shows what was sent: placeholders as
+    the worker that runs the task), unless it can never resolve: a provider the worker does
+    not have, or a file outside the provider's allowed.paths, are errors of the key.
+    `policy`: the worker's file allow-list and client override policy. The answer shows what was sent: placeholders as
     written, literal passwords as `[hidden]`, and no resolved value in an error message.
     """
     cls_name = plugin_name or str(config.get(CONNECTOR_CLASS_CONFIG) or "")

@@ -25,3 +25,14 @@ def sasl_broker():
     broker = start_auth_broker()
     yield broker
     broker.stop()
+
+
+@pytest.fixture(scope="session")
+def sasl_front_broker():
+    """The test broker behind a front that checks SASL logins (PLAIN, SCRAM-SHA-256/512)
+    of the users alice/wonderland and connect/connect-secret (support/sasl_proxy.py)."""
+    from support.sasl_proxy import SaslBroker
+
+    broker = SaslBroker({"alice": "wonderland", "connect": "connect-secret"})
+    yield broker
+    broker.stop()

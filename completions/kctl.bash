@@ -10,8 +10,8 @@ _kctl_command() {
     case $1 in
         'kctl')
             subs='worker connector plugins dlq context logger rebalance'
-            opts='--url --context --output -o --debug --install-completion --show-completion --help'
-            vopts='--url --context --output -o' ;;
+            opts='--url --context --cacert --insecure --output -o --debug --install-completion --show-completion --help'
+            vopts='--url --context --cacert --output -o' ;;
         'kctl worker')
             subs='start'
             opts='--help'
@@ -122,8 +122,8 @@ _kctl_command() {
             vopts='' ;;
         'kctl context set')
             subs=''
-            opts='--url --use --output -o --help'
-            vopts='--url --output -o' ;;
+            opts='--url --use --cacert --user --password-stdin --output -o --help'
+            vopts='--url --cacert --user --output -o' ;;
         'kctl context use')
             subs=''
             opts='--output -o --help'

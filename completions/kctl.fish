@@ -29,7 +29,7 @@ end
 function __kctl_value_options --description 'Options of the kctl command path in argv that take a value'
     switch "$argv"
         case ''
-            printf '%s\n' --url --context --output -o
+            printf '%s\n' --url --context --cacert --output -o
         case 'connector list'
             printf '%s\n' --output -o
         case 'connector get'
@@ -71,7 +71,7 @@ function __kctl_value_options --description 'Options of the kctl command path in
         case 'dlq purge'
             printf '%s\n' --output -o
         case 'context set'
-            printf '%s\n' --url --output -o
+            printf '%s\n' --url --cacert --user --output -o
         case 'context use'
             printf '%s\n' --output -o
         case 'context list'
@@ -148,6 +148,8 @@ complete -c kctl -n '__kctl_at' -a logger -d 'A worker\'s log levels at run time
 complete -c kctl -n '__kctl_at' -a rebalance -d 'Simulate Kafka Connect and consumer group rebalances and explain every round.'
 complete -c kctl -n '__kctl_at' -l url -x -d 'Worker REST URL [default: the current context\'s, else http://127.0.0.1:8083]'
 complete -c kctl -n '__kctl_at' -l context -x -d 'Use this context\'s URL.'
+complete -c kctl -n '__kctl_at' -l cacert -x -d 'CA certificate(s) (PEM) that signed an https worker\'s certificate [default: the context...'
+complete -c kctl -n '__kctl_at' -l insecure -d 'Do not verify an https worker\'s certificate.'
 complete -c kctl -n '__kctl_at' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml for every command'
 complete -c kctl -n '__kctl_at' -l debug -d 'Show tracebacks on errors.'
 complete -c kctl -n '__kctl_at' -l install-completion -d 'Install completion for the current shell.'
@@ -296,7 +298,7 @@ complete -c kctl -n '__kctl_at dlq purge' -l output -s o -x -a 'table json yaml'
 complete -c kctl -n '__kctl_at dlq purge' -l help -d 'Show this message and exit.'
 
 # kctl context
-complete -c kctl -n '__kctl_at context' -a set -d 'Add or change a context (the first one becomes current).'
+complete -c kctl -n '__kctl_at context' -a set -d 'Add or change a context (the first one becomes current). The file is private'
 complete -c kctl -n '__kctl_at context' -a use -d 'Make a context the current one.'
 complete -c kctl -n '__kctl_at context' -a list -d 'Contexts, the current one marked.'
 complete -c kctl -n '__kctl_at context' -a current -d 'The current context and the URL commands use (after --url and KCTL_URL).'
@@ -306,6 +308,9 @@ complete -c kctl -n '__kctl_at context' -l help -d 'Show this message and exit.'
 # kctl context set
 complete -c kctl -n '__kctl_at context set' -l url -x -d 'The worker\'s REST URL.'
 complete -c kctl -n '__kctl_at context set' -l use -d 'Make it the current context.'
+complete -c kctl -n '__kctl_at context set' -l cacert -x -d 'CA certificate(s) (PEM) to verify an https worker with.'
+complete -c kctl -n '__kctl_at context set' -l user -x -d 'User for the worker\'s Basic auth; the password comes from --password-stdin, KCTL_PASSWO...'
+complete -c kctl -n '__kctl_at context set' -l password-stdin -d 'Read the password from stdin.'
 complete -c kctl -n '__kctl_at context set' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
 complete -c kctl -n '__kctl_at context set' -l help -d 'Show this message and exit.'
 

@@ -12,6 +12,8 @@ _kctl() {
     _arguments -C \
         '--url=[Worker REST URL \[default\: the current context'\''s, else http\://127.0.0.1\:8083\]]:url: ' \
         '--context=[Use this context'\''s URL.]:context: ' \
+        '--cacert=[CA certificate(s) (PEM) that signed an https worker'\''s certificate \[default\: the context...]:cacert: ' \
+        '--insecure[Do not verify an https worker'\''s certificate.]' \
         '(--output -o)--output=[table, json or yaml for every command]:output:(table json yaml)' \
         '(--output -o)-o+[table, json or yaml for every command]:output:(table json yaml)' \
         '--debug[Show tracebacks on errors.]' \
@@ -411,7 +413,7 @@ _kctl_context() {
     case $state in
         command)
             local -a commands=(
-                'set:Add or change a context (the first one becomes current).'
+                'set:Add or change a context (the first one becomes current). The file is private'
                 'use:Make a context the current one.'
                 'list:Contexts, the current one marked.'
                 'current:The current context and the URL commands use (after --url and KCTL_URL).'
@@ -436,6 +438,9 @@ _kctl_context_set() {
     _arguments \
         '--url=[The worker'\''s REST URL.]:url: ' \
         '--use[Make it the current context.]' \
+        '--cacert=[CA certificate(s) (PEM) to verify an https worker with.]:cacert: ' \
+        '--user=[User for the worker'\''s Basic auth; the password comes from --password-stdin, KCTL_PASSWO...]:user: ' \
+        '--password-stdin[Read the password from stdin.]' \
         '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
         '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
         '--help[Show this message and exit.]' \

@@ -20,6 +20,7 @@ from kctl.group.assignors.connect import ConnectAssignment, ConnectorsAndTasks
 from kctl.group.driver import GroupDriver
 from kctl.group.protocol import GroupMember
 from kctl.rest.app import create_app
+from kctl.rest.auth import BasicAuth, load_credentials
 from kctl.rest.internal import InterWorkerClient
 from kctl.rest.server import RestServer
 from kctl.runtime.abstract_herder import AbstractHerder
@@ -27,7 +28,7 @@ from kctl.runtime.plugins import Plugins
 from kctl.runtime.secrets import install_log_redaction
 from kctl.runtime.spark import SparkEngine
 from kctl.runtime.standalone import StandaloneHerder
-from kctl.runtime.validation import raise_if_invalid, validate_config
+from kctl.runtime.validation import ConnectorPolicy, raise_if_invalid, validate_config
 from kctl.runtime.worker import Worker
 from kctl.runtime.worker_config import BOOTSTRAP_SERVERS_CONFIG, WorkerConfig
 from kctl.storage.configs import ConfigBackingStore
@@ -56,7 +57,8 @@ def build_transport(config: WorkerConfig) -> Transport:
     from kctl.transport.kafka import KafkaTransport
 
     return KafkaTransport(config.get_list(BOOTSTRAP_SERVERS_CONFIG),
-                          admin_config=config.with_prefix("admin."))
+                          admin_config=config.with_prefix("admin."),
+                          security=config.kafka_security())
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,19 @@ def topic_stores(transport: Transport, config: WorkerConfig) -> Stores:
     return Stores(configs, statuses, offsets)
 
 
+def rest_app(config: WorkerConfig, herder: AbstractHerder) -> Any:
+    """The REST API as the config asks: Basic auth (rest.extension.classes), and calls to
+    other workers made with this worker's TLS settings and credentials."""
+    app = create_app(herder, client=InterWorkerClient(config.rest_client_options()))
+    if config.rest_auth == "basic":
+        users = load_credentials(config.get_str("rest.basic.auth.credentials.file"))
+        # only a cluster that signs its internal requests lets them pass unauthenticated
+        app.add_middleware(BasicAuth, users=users,
+                           signed_internal=config.distributed and
+                           config.get_str("connect.protocol") == "sessioned")
+    return app
+
+
 class _WorkerProcess(ABC):
     """What every worker process does alike: Spark, plugins, the REST port bound before
     anything is touched, and the order things start and stop in. A kind of worker adds
@@ -131,7 +146,8 @@ class _WorkerProcess(ABC):
             log.warning("plugin: %s", err)
         host, port = config.listener()
         try:
-            self.rest = RestServer(None, host, port)
+            tls = config.rest_tls().server_context() if config.listener_scheme == "https" else None
+            self.rest = RestServer(None, host, port, ssl_context=tls)
         except ConfigError as e:
             raise ConfigError(f"{config.source}: listeners: {e}", key="listeners",
                               source=config.source) from e
@@ -140,7 +156,7 @@ class _WorkerProcess(ABC):
         except BaseException:
             self.rest.stop()
             raise
-        self.rest.app = create_app(self.herder, client=InterWorkerClient())
+        self.rest.app = rest_app(config, self.herder)
 
     @abstractmethod
     def _assemble(self) -> None:
@@ -224,14 +240,15 @@ class DistributedWorker(_WorkerProcess):
         self.herder = DistributedHerder(
             url.split("://", 1)[1], self.plugins, s.configs, s.statuses, s.offsets, url=url,
             worker_config=config, driver_factory=self._driver,
-            send_task_configs=InterWorkerClient().post_task_configs)
+            send_task_configs=InterWorkerClient(config.rest_client_options()).post_task_configs)
 
     def _driver(self, member: GroupMember[ConnectorsAndTasks]
                 ) -> GroupDriver[ConnectAssignment]:
         from kctl.transport.kafka_group import CONNECT_CODEC, BrokerGroupDriver
 
         return BrokerGroupDriver(",".join(self.config.get_list(BOOTSTRAP_SERVERS_CONFIG)),
-                                 self.config.get_str("group.id"), member, CONNECT_CODEC)
+                                 self.config.get_str("group.id"), member, CONNECT_CODEC,
+                                 security=self.config.kafka_security())
 
 
 def build_worker(config: Any, plugins: Plugins | None = None) -> StandaloneWorker | DistributedWorker:
@@ -242,8 +259,8 @@ def build_worker(config: Any, plugins: Plugins | None = None) -> StandaloneWorke
     return StandaloneWorker(config, plugins)
 
 
-def _load_connectors(files: list[str], plugins: Plugins, transformer: Any = None
-                     ) -> tuple[list[tuple[str, dict[str, str]]], list[str]]:
+def _load_connectors(files: list[str], plugins: Plugins, transformer: Any = None,
+                     policy: Any = None) -> tuple[list[tuple[str, dict[str, str]]], list[str]]:
     """Read and validate every connector file, so a bad one stops the worker before it starts
     (connect-standalone exits on a connector it cannot create, too). Every problem of every
     file is reported at once; unknown keys are warnings."""
@@ -256,7 +273,7 @@ def _load_connectors(files: list[str], plugins: Plugins, transformer: Any = None
         except KctlError as e:
             problems.append(str(e) if f in str(e) else f"{f}: {e}")
             continue
-        result = validate_config(plugins, config, transformer=transformer)
+        result = validate_config(plugins, config, transformer=transformer, policy=policy)
         warnings += [f"{f}: connector {name}: {w}" for w in unknown_keys(config, known_keys(result))]
         try:
             raise_if_invalid(result)
@@ -337,7 +354,8 @@ def _serve(config_path: str | None, connector_files: list[str], console: Any, er
                 "is set) takes connectors through its REST API: kctl connector apply FILE")
         plugins = Plugins(config.get_list("plugin.path"))
         connectors, warnings = _load_connectors(connector_files, plugins,
-                                                config.config_transformer)
+                                                config.config_transformer,
+                                                ConnectorPolicy.of(config))
         for warning in warnings:
             warn(warning)
         worker = build_worker(config, plugins)

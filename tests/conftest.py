@@ -15,7 +15,7 @@ from kctl.runtime.spark import SparkEngine
 # Markers mean what they say: a test that uses the real broker or a SparkSession carries
 # `broker` or `spark`, so `-m "not spark and not broker and not slow"` is a fast suite.
 SPARK_FIXTURES = {"engine"}
-BROKER_FIXTURES = {"kafka_broker"}
+BROKER_FIXTURES = {"kafka_broker", "tls_broker", "sasl_broker", "sasl_front_broker"}
 BROKER_PARAMS = {"broker", "kafka"}  # transport_settings[broker], transport[kafka]
 
 

@@ -101,6 +101,11 @@ class Connector(ABC):
         """Per-key validation; override to add cross-field checks."""
         return self.config().validate(props)
 
+    def local_paths(self, props: Mapping[str, Any]) -> dict[str, str]:
+        """The config keys that name files or directories on the worker's host (key ->
+        path), which the worker checks against its file.connector.allowed.paths."""
+        return {}
+
 
 class SourceConnector(Connector, ABC):
     def exactly_once_support(self) -> bool | None:

@@ -20,21 +20,51 @@ class ClientError(Exception):
         self.body = body
 
 
+UNAUTHORIZED_HINT = ("the worker asks for credentials: set KCTL_USER and KCTL_PASSWORD, or "
+                     "keep them in a context (kctl context set NAME --url URL --user USER)")
+
+
 class Client:
-    def __init__(self, url: str | None = None, timeout: float = 60.0):
+    """`verify`: True (the system's CAs), a CA file, or False (--insecure); `auth`:
+    (user, password) sent as HTTP Basic credentials."""
+
+    def __init__(self, url: str | None = None, timeout: float = 60.0, *,
+                 verify: bool | str = True, auth: tuple[str, str] | None = None):
         self.url = (url or os.environ.get("KCTL_URL") or DEFAULT_URL).rstrip("/")
-        self._http = httpx.Client(base_url=self.url, timeout=timeout)
+        if isinstance(verify, str):
+            import ssl
+
+            try:
+                verify = ssl.create_default_context(cafile=verify)  # type: ignore[assignment]
+            except (OSError, ssl.SSLError) as e:
+                raise ClientError(f"cannot read the CA certificates in {verify}: {e}") from e
+        self._http = httpx.Client(base_url=self.url, timeout=timeout, verify=verify,
+                                  auth=auth)
+
+    def _failed(self, e: httpx.HTTPError, path: str) -> ClientError:
+        text = str(e)
+        if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text:
+            why = text.split("certificate verify failed:")[-1].strip(" ()") or text
+            return ClientError(f"cannot verify the certificate of the kctl worker at "
+                               f"{self.url}: {why} (give the CA that signed it with --cacert, "
+                               "KCTL_CACERT or a context's --cacert; --insecure skips the "
+                               "check)")
+        if isinstance(e, httpx.ConnectError):
+            reason = re.sub(r"^\[Errno -?\d+\] ", "", text) or type(e).__name__
+            return ClientError(f"cannot reach kctl worker at {self.url}: {reason} "
+                               "(is it running? `kctl worker start`, or set --url / KCTL_URL)")
+        if isinstance(e, httpx.RemoteProtocolError) and self.url.startswith("http://"):
+            return ClientError(f"request to {self.url}{path} failed: {e} (does the worker "
+                               "listen on https? use an https:// URL)")
+        return ClientError(f"request to {self.url}{path} failed: {e}")
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
             r = self._http.request(method, path, **kwargs)
-        except httpx.ConnectError as e:
-            reason = re.sub(r"^\[Errno -?\d+\] ", "", str(e)) or type(e).__name__
-            raise ClientError(f"cannot reach kctl worker at {self.url}: {reason} "
-                              "(is it running? `kctl worker start`, or set --url / KCTL_URL)"
-                              ) from e
         except httpx.HTTPError as e:
-            raise ClientError(f"request to {self.url}{path} failed: {e}") from e
+            raise self._failed(e, path) from e
+        if r.status_code == 401:
+            raise ClientError(f"unauthorized: {UNAUTHORIZED_HINT}", 401)
         if r.status_code >= 400:
             try:
                 body = r.json()
@@ -50,10 +80,10 @@ class Client:
         """A GET whose answer is text (Prometheus' /metrics), errors as for JSON."""
         try:
             r = self._http.get(path)
-        except httpx.ConnectError as e:
-            raise ClientError(f"cannot reach kctl worker at {self.url}: {e}") from e
         except httpx.HTTPError as e:
-            raise ClientError(f"request to {self.url}{path} failed: {e}") from e
+            raise self._failed(e, path) from e
+        if r.status_code == 401:
+            raise ClientError(f"unauthorized: {UNAUTHORIZED_HINT}", 401)
         if r.status_code >= 400:
             raise ClientError(r.text, r.status_code)
         return r.text

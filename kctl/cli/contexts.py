@@ -19,6 +19,7 @@ from kctl.durable import atomic_write
 from kctl.errors import ConfigError, NotFoundError
 
 CONFIG_ENV = "KCTL_CONFIG"
+FIELDS = ("url", "cacert", "user", "password")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 
 
@@ -49,7 +50,8 @@ class Contexts:
             raise ConfigError(f"cannot read kctl contexts from {path}: {e}") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("contexts", {}), dict):
             raise ConfigError(f"{path}: expected a mapping with `contexts` and `current-context`")
-        contexts = {str(k): {"url": str((v or {}).get("url", ""))}
+        contexts = {str(k): {f: str(v[f]) for f in FIELDS if isinstance(v, dict) and
+                             v.get(f) is not None} | {"url": str((v or {}).get("url", ""))}
                     for k, v in doc.get("contexts", {}).items()}
         current = doc.get("current-context")
         return cls(contexts, str(current) if current else None, path)
@@ -58,13 +60,23 @@ class Contexts:
         doc: dict[str, Any] = {"current-context": self.current, "contexts": self.contexts}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(self.path, yaml.safe_dump(doc, sort_keys=True).encode(), fsync=True)
+        os.chmod(self.path, 0o600)  # it may hold a password
 
-    def set(self, name: str, url: str) -> None:
+    def set(self, name: str, url: str, *, cacert: str | None = None, user: str | None = None,
+            password: str | None = None) -> None:
         if not _NAME.match(name):
             raise ConfigError(f"invalid context name {name!r}: use letters, digits, '.', '_', '-'")
         if not re.match(r"^https?://[^\s/]+", url):
             raise ConfigError(f"invalid URL {url!r}: expected http://HOST:PORT or https://...")
-        self.contexts[name] = {"url": url.rstrip("/")}
+        entry = {"url": url.rstrip("/")}
+        if cacert:
+            path = Path(cacert).expanduser().resolve()
+            if not path.is_file():
+                raise ConfigError(f"--cacert {cacert}: no such file")
+            entry["cacert"] = str(path)
+        if user:
+            entry["user"], entry["password"] = user, password or ""
+        self.contexts[name] = entry
         if self.current is None:
             self.current = name
 
@@ -85,6 +97,14 @@ class Contexts:
             known = ", ".join(sorted(self.contexts)) or "none yet"
             raise NotFoundError(f"no context named {name!r} (known: {known}; "
                                 f"add one with `kctl context set {name} --url URL`)") from None
+
+    def connection(self, name: str | None = None) -> dict[str, str] | None:
+        """The context `name`, or the current one: url, and cacert, user, password when set."""
+        if name:
+            return self.get(name)
+        if self.current and self.current in self.contexts:
+            return self.contexts[self.current]
+        return None
 
     def url(self, name: str | None = None) -> str | None:
         """The URL of context `name`, or of the current one (None when there is none)."""

@@ -82,6 +82,9 @@ class Output(str, Enum):  # noqa: UP042 - typer needs a str Enum
 class State:
     url: str | None = None
     context: str | None = None
+    cacert: str | None = None
+    insecure: bool = False
+    warned_insecure: bool = False
     debug: bool = False
     output: Output | None = None
 
@@ -106,12 +109,20 @@ def _main(
                             help="Worker REST URL [default: the current context's, "
                                  "else http://127.0.0.1:8083]"),
     context: str = typer.Option(None, "--context", help="Use this context's URL."),
+    cacert: str = typer.Option(None, "--cacert", envvar="KCTL_CACERT",
+                               help="CA certificate(s) (PEM) that signed an https worker's "
+                                    "certificate [default: the context's, else the "
+                                    "system's]."),
+    insecure: bool = typer.Option(False, "--insecure",
+                                  help="Do not verify an https worker's certificate."),
     output: Output = typer.Option(None, "--output", "-o",
                                   help="table, json or yaml for every command"),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
 ) -> None:
     state.url = url
     state.context = context
+    state.cacert = cacert
+    state.insecure = insecure
     state.output = output
     state.debug = debug
 
@@ -126,7 +137,29 @@ def worker_url() -> str | None:
 
 
 def client() -> Client:
-    return Client(worker_url())
+    """A client for the worker: its URL, how to verify it and the credentials to send
+    (KCTL_USER/KCTL_PASSWORD, else the context's when the URL is the context's: another
+    URL never gets a context's password)."""
+    import os
+
+    from kctl.cli.contexts import Contexts
+
+    ctx: dict[str, str] = {}
+    if not state.url:
+        ctx = run(lambda: Contexts.load().connection(state.context)) or {}
+    verify: bool | str = state.cacert or ctx.get("cacert") or True
+    if state.insecure:
+        if not state.warned_insecure:  # once per command, however many requests it makes
+            state.warned_insecure = True
+            err_console.print(Text.assemble(("warning:", "yellow"), " --insecure: the "
+                                            "worker's certificate is not verified"),
+                              highlight=False)
+        verify = False
+    user = os.environ.get("KCTL_USER") or ctx.get("user")
+    password = os.environ.get("KCTL_PASSWORD") if os.environ.get("KCTL_USER") \
+        else ctx.get("password")
+    auth = (user, password or "") if user else None
+    return run(lambda: Client(worker_url(), verify=verify, auth=auth))
 
 
 def print_error(message: str) -> None:
@@ -856,10 +889,33 @@ def _contexts() -> Any:
 @context_app.command("set")
 def context_set(name: str = ContextArg, url: str = typer.Option(..., "--url", help="The worker's REST URL."),
                 use: bool = typer.Option(False, "--use", help="Make it the current context."),
+                cacert: str = typer.Option(None, "--cacert",
+                                           help="CA certificate(s) (PEM) to verify an https "
+                                                "worker with."),
+                user: str = typer.Option(None, "--user",
+                                         help="User for the worker's Basic auth; the password "
+                                              "comes from --password-stdin, KCTL_PASSWORD or "
+                                              "a prompt, never from the command line."),
+                password_stdin: bool = typer.Option(False, "--password-stdin",
+                                                    help="Read the password from stdin."),
                 output: Output | None = OutputOpt) -> None:
-    """Add or change a context (the first one becomes current)."""
+    """Add or change a context (the first one becomes current). The file is private
+    (mode 0600): it may hold a password."""
+    import os
+
+    password = None
+    if user:
+        if password_stdin:
+            password = sys.stdin.readline().rstrip("\r\n")
+        elif os.environ.get("KCTL_PASSWORD") is not None:
+            password = os.environ["KCTL_PASSWORD"]
+        elif sys.stdin.isatty():
+            password = typer.prompt(f"password for {user}", hide_input=True)
+        else:
+            raise fail("--user needs a password: --password-stdin, KCTL_PASSWORD or a "
+                       "terminal to prompt on", ExitStatus.USAGE)
     ctx = _contexts()
-    run(lambda: ctx.set(name, url))
+    run(lambda: ctx.set(name, url, cacert=cacert, user=user, password=password))
     if use:
         ctx.use(name)
     run(ctx.save)
@@ -868,7 +924,9 @@ def context_set(name: str = ContextArg, url: str = typer.Option(..., "--url", he
 
 
 def _context_json(ctx: Any, name: str) -> dict[str, Any]:
-    return {"name": name, "url": ctx.contexts[name]["url"], "current": ctx.current == name}
+    c = ctx.contexts[name]
+    extra = {k: c[k] for k in ("cacert", "user") if c.get(k)}  # never the password
+    return {"name": name, "url": c["url"], **extra, "current": ctx.current == name}
 
 
 @context_app.command("use")
@@ -914,8 +972,8 @@ def context_delete(name: str = ContextArg, output: Output | None = OutputOpt) ->
     done(f"context {name} deleted", output, gone)
 
 
-GLOBAL_FLAGS = frozenset({"--debug"})
-GLOBAL_VALUED = frozenset({"--url", "--context"})
+GLOBAL_FLAGS = frozenset({"--debug", "--insecure"})
+GLOBAL_VALUED = frozenset({"--url", "--context", "--cacert"})
 
 
 def hoist_global_options(args: list[str]) -> list[str]:

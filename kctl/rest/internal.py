@@ -44,8 +44,10 @@ FORWARD_CONFLICT = ("Cannot complete request because of a conflicting operation 
                     "(e.g. worker rebalance)")
 FORWARD_TIMEOUT_S = 90.0  # Kafka's REST request timeout
 TASK_CONFIGS_TIMEOUT_S = 30.0
-# Headers a forwarded request keeps: the body's type and the internal request signature
-FORWARDED_HEADERS = ("content-type", SIGNATURE_HEADER.lower(), SIGNATURE_ALGORITHM_HEADER.lower())
+# Headers a forwarded request keeps: the body's type, the user's credentials (Kafka forwards
+# Authorization too) and the internal request signature
+FORWARDED_HEADERS = ("content-type", "authorization", SIGNATURE_HEADER.lower(),
+                     SIGNATURE_ALGORITHM_HEADER.lower())
 
 
 def sign(key: bytes, body: bytes) -> str:
@@ -102,6 +104,8 @@ class InterWorkerClient:
         """A REST request, as it arrived, to the worker at `base_url` (httpx.HTTPError when
         that worker cannot be reached)."""
         kept = {k: v for k, v in headers.items() if k.lower() in FORWARDED_HEADERS}
-        async with httpx.AsyncClient(timeout=self.timeout_s, **self._client_options()) as client:
+        # the user's own Authorization travels with the request, not this worker's
+        options = {k: v for k, v in self._client_options().items() if k != "auth"}
+        async with httpx.AsyncClient(timeout=self.timeout_s, **options) as client:
             return await client.request(method, base_url.rstrip("/") + path, params=params,
                                         headers=kept, content=body)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 import time
 
@@ -16,9 +17,14 @@ class RestServer:
     """Binds its port when built (so a taken port is found before anything else is
     touched); serves `app`, which may be given after the port is known, from `start`."""
 
-    def __init__(self, app: FastAPI | None, host: str = "127.0.0.1", port: int = 8083):
+    def __init__(self, app: FastAPI | None, host: str = "127.0.0.1", port: int = 8083,
+                 ssl_context: ssl.SSLContext | None = None):
+        """`ssl_context`: serve https with it (the listener's certificate, and the clients'
+        it requires when ssl.client.auth is set)."""
         self.app = app
         self.host = host
+        self.ssl_context = ssl_context
+        self.scheme = "https" if ssl_context is not None else "http"
         self._sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -33,12 +39,15 @@ class RestServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}"
 
     def start(self, timeout: float = 10.0) -> None:
         assert self.app is not None, "no app to serve"
         config = uvicorn.Config(self.app, log_level="warning", access_log=False,
                                 lifespan="off")
+        config.load()
+        config.ssl = self.ssl_context  # uvicorn builds contexts from files only; this one is ours
         self._server = server = uvicorn.Server(config)
         self._thread = thread = threading.Thread(target=server.run,
                                                  kwargs={"sockets": [self._sock]}, name="rest",

@@ -224,6 +224,11 @@ class AbstractHerder(Herder, ConnectorListener):
     def _transformer(self) -> Any:
         return self.worker.config_transformer if self.worker is not None else None
 
+    def _policy(self) -> Any:
+        from kctl.runtime.validation import ConnectorPolicy
+
+        return ConnectorPolicy.of(self.worker.config if self.worker is not None else None)
+
     def connector_info(self, name: str) -> ConnectorInfo:
         config = self._require(name)
         n = len(self.configs.task_configs(name))
@@ -239,7 +244,8 @@ class AbstractHerder(Herder, ConnectorListener):
                 f"Connector name configuration ({config['name']}) doesn't match connector name "
                 f"in the URL ({name})", {"name": ["does not match the connector name"]})
         config["name"] = name
-        raise_if_invalid(validate_config(self.registry, config, transformer=self._transformer()))
+        raise_if_invalid(validate_config(self.registry, config, transformer=self._transformer(),
+                                         policy=self._policy()))
         # a literal password is known to the log redactor from the moment it arrives
         register_secrets(config, self._definition(config))
         return config
@@ -427,7 +433,8 @@ class AbstractHerder(Herder, ConnectorListener):
             raise ConfigError(f"Included connector type {included} does not match request "
                               f"type {plugin}", key=CONNECTOR_CLASS_CONFIG)
         cfg.setdefault(CONNECTOR_CLASS_CONFIG, plugin)
-        return validate_config(self.registry, cfg, transformer=self._transformer())
+        return validate_config(self.registry, cfg, transformer=self._transformer(),
+                               policy=self._policy())
 
     def _same_connector(self, included: str, plugin: str) -> bool:
         """Both names resolve to one plugin, or (unresolvable) Kafka's rule: the included

@@ -39,9 +39,10 @@ from kctl.api.config import ConfigDef, ConfigType, Password
 from kctl.runtime.config_providers import has_placeholder, only_placeholders
 
 HIDDEN = Password.HIDDEN
+_JAAS_PASSWORD = re.compile(r'\bpassword\s*=\s*"((?:[^"\\]|\\.)*)"')
 MIN_SECRET_LENGTH = 4
 _SECRET_WORDS = ("password", "secret", "credentials")
-_SECRET_SUFFIXES = ("sasl.jaas.config", "basic.auth.user.info", "ssl.keystore.key",
+_SECRET_SUFFIXES = ("sasl.jaas.config", "basic.auth.user.info", "ssl.keystore.key", "ssl.key.pem",
                     "ssl.keystore.certificate.chain", "ssl.truststore.certificates")
 
 
@@ -173,9 +174,12 @@ REDACTOR = Redactor()
 def register_secrets(config: Mapping[str, Any], definition: ConfigDef | None) -> None:
     """Add the values of the config's secret keys to the process's redactor; a value with
     placeholders is a reference, not a secret (its resolved value is added at start)."""
-    REDACTOR.add(config[k] for k in secret_keys(config, definition)
-                 if not has_placeholder(config[k]))
+    keys = [k for k in secret_keys(config, definition) if not has_placeholder(config[k])]
+    REDACTOR.add(config[k] for k in keys)
     REDACTOR.add(p for v in config.values() for p in url_passwords(v))
+    # a JAAS entry's password alone may be logged too (a client quoting what it sent)
+    REDACTOR.add(m.group(1) for k in keys if str(k).endswith("sasl.jaas.config")
+                 for m in _JAAS_PASSWORD.finditer(str(config[k])))
 
 
 def _redact_record(record: logging.LogRecord) -> None:

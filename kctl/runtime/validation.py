@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kctl.api.config import ConfigDef, ConfigKey, ConfigValue, Password
 from kctl.api.connector import Connector, SinkConnector
-from kctl.errors import PluginError, ValidationError
+from kctl.api.paths import path_problem
+from kctl.errors import ConfigError, PluginError, ValidationError
 from kctl.runtime import connector_config as cc
-from kctl.runtime.config_providers import ConfigTransformer, has_placeholder, only_placeholders
+from kctl.runtime.config_providers import (
+    ALLOWED_PATHS_CONFIG,
+    PLACEHOLDER,
+    ConfigTransformer,
+    has_placeholder,
+    only_placeholders,
+)
 from kctl.runtime.connector_config import (
     CONNECTOR_CLASS_CONFIG,
     PREDICATES_CONFIG,
@@ -17,6 +25,78 @@ from kctl.runtime.connector_config import (
 )
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.secrets import MIN_SECRET_LENGTH, mask_url
+
+# Kafka's PrincipalConnectorClientConfigOverridePolicy: what a connector may override
+PRINCIPAL_OVERRIDES = ("security.protocol", "sasl.jaas.config", "sasl.mechanism")
+OVERRIDE_PREFIXES = ("producer.override.", "consumer.override.", "admin.override.")
+
+
+@dataclass(frozen=True)
+class ConnectorPolicy:
+    """What a worker lets connector configs ask for: local paths under `allowed_paths`
+    (empty: anywhere), client overrides as `override_policy` says (None, Principal, All)."""
+
+    allowed_paths: tuple[str, ...] = ()
+    override_policy: str = "All"
+
+    @classmethod
+    def of(cls, worker_config: Any) -> ConnectorPolicy:
+        if worker_config is None or not hasattr(worker_config, "override_policy"):
+            return cls()
+        return cls(tuple(worker_config.get_list("file.connector.allowed.paths")),
+                   worker_config.override_policy)
+
+    def problems(self, connector: Connector | None, config: Mapping[str, Any]
+                 ) -> dict[str, list[str]]:
+        """key -> why the worker refuses it."""
+        out: dict[str, list[str]] = {}
+        if connector is not None and self.allowed_paths:
+            try:
+                paths = connector.local_paths(config)
+            except Exception:  # a bad value is reported by the key's own validation
+                paths = {}
+            for key, path in paths.items():
+                problem = path_problem(path, self.allowed_paths)
+                if problem:
+                    out.setdefault(key, []).append(problem)
+        if self.override_policy != "All":
+            for key in config:
+                prefix = next((p for p in OVERRIDE_PREFIXES if key.startswith(p)), None)
+                if prefix is None:
+                    continue
+                name = key[len(prefix):]
+                if self.override_policy == "None" or name not in PRINCIPAL_OVERRIDES:
+                    out.setdefault(key, []).append(
+                        f"The '{self.override_policy}' policy does not allow '{name}' to be "
+                        "overridden in the connector configuration "
+                        "(connector.client.config.override.policy)")
+        return out
+
+
+def refused_placeholders(config: Mapping[str, Any], transformer: ConfigTransformer
+                         ) -> dict[str, list[str]]:
+    """key -> placeholders this worker refuses: naming a config provider it does not have,
+    or a file outside its providers' allowed.paths (KIP-993). Placeholders that fail for
+    another reason (a missing key) may resolve on the worker that runs the task."""
+    out: dict[str, list[str]] = {}
+    known = ", ".join(sorted(transformer.providers)) or "none"
+    for key, value in config.items():
+        if not isinstance(value, str) or not has_placeholder(value):
+            continue
+        unknown = [m for m in PLACEHOLDER.finditer(value)
+                   if m.group(1) not in transformer.providers]
+        for m in unknown:
+            out.setdefault(key, []).append(
+                f"{m.group(0)} names config provider {m.group(1)!r}, which this worker "
+                f"does not have (config.providers: {known})")
+        if unknown:
+            continue
+        try:
+            transformer.transform({key: value}, what="connector config")
+        except ConfigError as e:
+            if ALLOWED_PATHS_CONFIG in str(e):
+                out.setdefault(key, []).append(str(e))
+    return out
 
 
 def _definition(key: ConfigKey) -> dict[str, Any]:
@@ -68,13 +148,16 @@ def plugin_config_keys(plugin: Any) -> list[dict[str, Any]]:
 
 def validate_config(plugins: Plugins, config: Mapping[str, Any],
                     plugin_name: str | None = None, *,
-                    transformer: ConfigTransformer | None = None) -> dict[str, Any]:
+                    transformer: ConfigTransformer | None = None,
+                    policy: ConnectorPolicy | None = None) -> dict[str, Any]:
     """Validate common keys, the plugin's keys and transforms; never raises for bad values.
 
     With the worker's `transformer`, placeholders are resolved first (as Kafka validates),
     so a `${file:...}` port is checked as a number and the plugin's validate() can use the
     password; a placeholder that cannot be resolved here stays as it is (it may resolve on
-    the worker that runs the task). The answer shows what was sent: placeholders as
+    the worker that runs the task), unless it can never resolve: a provider the worker does
+    not have, or a file outside the provider's allowed.paths, are errors of the key.
+    `policy`: the worker's file allow-list and client override policy. The answer shows what was sent: placeholders as
     written, literal passwords as `[hidden]`, and no resolved value in an error message.
     """
     cls_name = plugin_name or str(config.get(CONNECTOR_CLASS_CONFIG) or "")
@@ -109,6 +192,11 @@ def validate_config(plugins: Plugins, config: Mapping[str, Any],
             else:
                 values.append(pv)
     extra: dict[str, list[str]] = {}
+    if transformer is not None:
+        extra.update(refused_placeholders(raw, transformer))
+    if policy is not None:
+        for k, errs in policy.problems(connector, config).items():
+            extra.setdefault(k, []).extend(errs)
     if is_sink:
         extra.update(cc.check_sink_topics(config))
     if config.get(TRANSFORMS_CONFIG) or config.get(PREDICATES_CONFIG):

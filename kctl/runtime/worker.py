@@ -15,6 +15,7 @@ from typing import Any
 
 from kctl.api.connector import Connector, SinkConnector, SinkTask, SourceTask
 from kctl.api.converter import Converter
+from kctl.api.paths import ALLOWED_PATHS_PROP, path_problem
 from kctl.errors import ConfigError, ConnectError
 from kctl.runtime import connector_config as cc
 from kctl.runtime.config_providers import (
@@ -230,6 +231,20 @@ class Worker:
         register_secrets(resolved, definition)
         return resolved
 
+    def _confine(self, connector: Any, resolved: dict[str, str]) -> dict[str, str]:
+        """A config whose local paths the worker allows (checked again at start: a symlink
+        may have moved since it was validated), with the allowed directories handed on
+        for the files the connector finds later."""
+        roots = list(self.config.get_list("file.connector.allowed.paths")) \
+            if hasattr(self.config, "get_list") else []
+        if not roots:
+            return resolved
+        for key, path in connector.local_paths(resolved).items():
+            problem = path_problem(path, roots)
+            if problem:
+                raise ConfigError(problem, key=key)
+        return {**resolved, ALLOWED_PATHS_PROP: ",".join(roots)}
+
     def _fail_connector(self, name: str, e: BaseException) -> None:
         """A connector that cannot start: FAILED with the trace, or with one line when its
         config could not be resolved (the traceback says nothing more)."""
@@ -266,8 +281,8 @@ class Worker:
                 connector.initialize(_ConnectorContext(self, name, on_reconfigure))
                 self.connectors[name] = wc
                 if target is not TargetState.STOPPED:
-                    wc.resolved = self.resolve(config, connector.config(),
-                                               f"connector {name}")
+                    wc.resolved = self._confine(connector, self.resolve(
+                        config, connector.config(), f"connector {name}"))
                     connector.start(wc.resolved)
                     wc.started = True
             except Exception as e:
@@ -314,6 +329,7 @@ class Worker:
             # placeholders back in, so stored and shown task configs never hold a secret
             generated = self.config_transformer.reverse(wc.config, wc.resolved, secrets,
                                                         cc.as_strings(tc))
+            generated.pop(ALLOWED_PATHS_PROP, None)  # the worker's, handed on at each start
             merged = {**generated, "task.class": f"{task_class.__module__}.{task_class.__qualname__}"}
             if wc.is_sink:
                 for k in (TOPICS_CONFIG, TOPICS_REGEX_CONFIG):
@@ -470,7 +486,8 @@ class Worker:
         definition = connector.config()
         connector_config = self.resolve(connector_config, definition,
                                         f"connector {task_id.connector}")
-        task_config = self.resolve(task_config, definition, f"task {task_id}")
+        task_config = self._confine(connector, self.resolve(task_config, definition,
+                                                            f"task {task_id}"))
         is_sink = issubclass(task_cls, SinkTask)
         parsed = cc.connector_def(is_sink).parse(connector_config)
         key_conv = self._converter(connector_config, KEY_CONVERTER_CLASS_CONFIG)

@@ -29,7 +29,21 @@ DEFAULT_STATE_DIR = os.environ.get("KCTL_STATE_DIR", str(Path.home() / ".kctl" /
 PASS_THROUGH_PREFIXES = (
     "spark.", "producer.", "consumer.", "admin.",
     "key.converter.", "value.converter.", "header.converter.", "config.providers.",
+    # Kafka's security settings: ssl.*/sasl.* secure the worker's Kafka clients (and the
+    # REST listener, unless listeners.https.ssl.* are given), checked when read
+    "ssl.", "sasl.", "listeners.https.",
 )
+BASIC_AUTH_EXTENSION = "org.apache.kafka.connect.rest.basic.auth.extension." \
+    "BasicAuthSecurityRestExtension"
+REST_EXTENSIONS = {BASIC_AUTH_EXTENSION: "basic", "BasicAuthSecurityRestExtension": "basic",
+                   "basic": "basic"}
+OVERRIDE_POLICIES = {"None": "None", "Principal": "Principal", "All": "All",
+                     "org.apache.kafka.connect.connector.policy."
+                     "NoneConnectorClientConfigOverridePolicy": "None",
+                     "org.apache.kafka.connect.connector.policy."
+                     "PrincipalConnectorClientConfigOverridePolicy": "Principal",
+                     "org.apache.kafka.connect.connector.policy."
+                     "AllConnectorClientConfigOverridePolicy": "All"}
 
 WORKER_CONFIG = (
     ConfigDef()
@@ -43,8 +57,51 @@ WORKER_CONFIG = (
             "One directory for all embedded state: the log, offsets, configs and statuses.",
             group="Common")
     .define("listeners", ConfigType.LIST, ["http://127.0.0.1:8083"], None, Importance.HIGH,
-            "Where the REST API listens (http://host:port). Port 0 picks a free port.",
+            "Where the REST API listens: http://HOST:PORT or https://HOST:PORT (the first one "
+            "given). Port 0 picks a free port. https takes its certificate and key from "
+            "listeners.https.ssl.* (else ssl.*): ssl.keystore.location (a PEM file with the "
+            "key and certificate chain, or a PKCS12 store with ssl.keystore.type=PKCS12 and "
+            "ssl.keystore.password), or ssl.keystore.certificate.chain + ssl.keystore.key "
+            "(PEM text); ssl.key.password for an encrypted key; ssl.client.auth "
+            "(none, requested, required) with ssl.truststore.location to ask for client "
+            "certificates. Workers of a cluster verify each other with the same truststore.",
             group="REST")
+    .define("security.protocol", ConfigType.STRING, "PLAINTEXT",
+            ValidString.in_("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), Importance.MEDIUM,
+            "How the worker's Kafka clients connect (stores, group membership, admin, and the "
+            "defaults of task clients). With SSL: ssl.truststore.location (PEM or PKCS12) or "
+            "ssl.truststore.certificates, and for client certificates ssl.keystore.* as for "
+            "listeners. With SASL: sasl.mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) and "
+            "sasl.jaas.config (PlainLoginModule or ScramLoginModule with username and "
+            "password). Task clients take producer./consumer. settings over these; admin "
+            "clients take admin. settings over these.", group="Security")
+    .define("rest.extension.classes", ConfigType.LIST, [], None, Importance.MEDIUM,
+            "REST extensions: Kafka's org.apache.kafka.connect.rest.basic.auth.extension."
+            "BasicAuthSecurityRestExtension (or basic) asks every request for HTTP Basic "
+            "credentials found in rest.basic.auth.credentials.file, except the internal, "
+            "signed requests between workers.", group="Security")
+    .define("rest.basic.auth.credentials.file", ConfigType.STRING, None, None,
+            Importance.MEDIUM,
+            "The users and passwords of the Basic auth extension: a properties file of "
+            "user=password lines (the file Kafka's PropertyFileLoginModule reads), or a JAAS "
+            "file whose KafkaConnect entry names it (PropertyFileLoginModule required "
+            "file=\"...\";). Read at start.", group="Security")
+    .define("rest.basic.auth.user.info", ConfigType.PASSWORD, None, None, Importance.LOW,
+            "USER:PASSWORD this worker sends when it forwards a request to another worker of "
+            "its cluster on its own behalf (a user's forwarded request keeps the user's "
+            "credentials). Default: the first user of the credentials file.",
+            group="Security")
+    .define("connector.client.config.override.policy", ConfigType.STRING, "All",
+            ValidString.in_(*OVERRIDE_POLICIES), Importance.MEDIUM,
+            "Which producer.override.*, consumer.override.* and admin.override.* settings "
+            "a connector may give: All, None, or Principal (security.protocol, "
+            "sasl.mechanism and sasl.jaas.config only); Kafka's class names are accepted.",
+            group="Security")
+    .define("file.connector.allowed.paths", ConfigType.LIST, [], None, Importance.MEDIUM,
+            "Absolute directories FileSource may read and FileSink may write under. Empty: "
+            "anywhere the worker's user may. A path outside them (after resolving `..` and "
+            "symlinks) makes the connector config invalid; files a source finds through a "
+            "symlink that leads outside are skipped.", group="Security")
     .define("worker.id", ConfigType.STRING, None, None, Importance.LOW,
             "Worker id shown in statuses; default host:port of the REST listener.",
             group="Common")
@@ -136,8 +193,9 @@ WORKER_CONFIG = (
             "Port other workers use to reach this one (default: the listener's port).",
             group="REST")
     .define("rest.advertised.listener", ConfigType.STRING, None,
-            ValidString.in_("http"), Importance.LOW,
-            "Scheme other workers use to reach this one (http).", group="REST")
+            ValidString.in_("http", "https"), Importance.LOW,
+            "Scheme other workers use to reach this one (default: the listener's).",
+            group="REST")
     .define("config.providers", ConfigType.LIST, [], None, Importance.LOW,
             "Names of the config providers whose placeholders (${name:path:key}) connector "
             "and worker configs may use, e.g. file,env,dir; each needs "
@@ -302,12 +360,72 @@ class WorkerConfig(AbstractConfig):
         return {k[len(prefix):]: v for k, v in self.originals.items() if k.startswith(prefix)}
 
     def spark_conf(self) -> dict[str, str]:
+        """spark.* settings; unless they say otherwise, Spark's driver binds where REST
+        listens and its UI is off when REST is on loopback, so a worker listens nowhere
+        beyond what was asked."""
         conf = {k: str(v) for k, v in self.originals.items() if k.startswith("spark.")}
         conf["spark.master"] = self.get_str("spark.master")
+        host, _ = self.listener()
+        master = conf["spark.master"].strip()
+        master_host = master.split("://", 1)[1].split(":")[0].split("/")[0] \
+            if "://" in master else "localhost"
+        # executors of a cluster elsewhere must reach the driver: only a local one is bound
+        if _loopback(host) and _loopback(master_host):
+            conf.setdefault("spark.driver.bindAddress", host)
+            conf.setdefault("spark.driver.host", host)
+            conf.setdefault("spark.ui.enabled", "false")
         return conf
 
     def listener(self) -> tuple[str, int]:
         return parse_listener(self.get_list("listeners")[0], self.source)
+
+    @property
+    def listener_scheme(self) -> str:
+        return self.get_list("listeners")[0].split("://", 1)[0].lower()
+
+    def rest_tls(self) -> Any:
+        """The REST listener's TLS material (Kafka's listeners.https.ssl.*, else ssl.*);
+        also what this worker trusts and presents when it calls another worker."""
+        from kctl.transport.security import TlsMaterial
+
+        scoped = self.with_prefix("listeners.https.")
+        prefix = "listeners.https." if scoped else ""
+        conf = scoped or {k: v for k, v in self.originals.items() if k.startswith("ssl.")}
+        return TlsMaterial.from_config(conf, prefix)
+
+    def rest_client_options(self) -> dict[str, Any]:
+        """httpx options for this worker's calls to other workers of its cluster: verify
+        https against the listener's truststore (presenting this worker's certificate when
+        it has one), and its own Basic credentials when the cluster asks for them."""
+        out: dict[str, Any] = {}
+        if self.listener_scheme == "https" or self.get("rest.advertised.listener") == "https":
+            out["verify"] = self.rest_tls().client_context("inter-worker requests")
+        if self.rest_auth == "basic":
+            info = self.get("rest.basic.auth.user.info")
+            if info is not None:
+                user, _, password = info.value().partition(":")
+            else:
+                user, password = next(iter(load_credentials(
+                    self.get_str("rest.basic.auth.credentials.file")).items()))
+            out["auth"] = (user, password)
+        return out
+
+    def kafka_security(self) -> dict[str, Any]:
+        """security.protocol, ssl.* and sasl.* of the worker's own Kafka clients."""
+        from kctl.transport.security import security_settings
+
+        return security_settings(self.originals)
+
+    @property
+    def override_policy(self) -> str:
+        return OVERRIDE_POLICIES[self.get_str("connector.client.config.override.policy")]
+
+    @property
+    def rest_auth(self) -> str | None:
+        """The REST authentication asked for by rest.extension.classes (None: none)."""
+        for name in self.get_list("rest.extension.classes"):
+            return REST_EXTENSIONS[name]
+        return None
 
     def worker_id(self, port: int) -> str:
         wid = self.get("worker.id")
@@ -334,8 +452,29 @@ class WorkerConfig(AbstractConfig):
             host = socket.gethostname()
         host = self.get("rest.advertised.host.name") or host
         port = self.get("rest.advertised.port") or port
-        scheme = self.get("rest.advertised.listener") or "http"
+        scheme = self.get("rest.advertised.listener") or self.listener_scheme
         return f"{scheme}://{host}:{port}"
+
+
+_JAAS_FILE = re.compile(r'PropertyFileLoginModule\s+required\b[^;]*?\bfile\s*=\s*"([^"]+)"', re.S)
+
+
+def load_credentials(path: str) -> dict[str, str]:
+    """user -> password from a credentials properties file or a JAAS file naming one."""
+    text = read_text_file(path, "REST credentials file")
+    if "{" in text and "LoginModule" in text:  # a JAAS file: follow its file= option
+        m = _JAAS_FILE.search(text)
+        if not m:
+            raise ConfigError(f"{path}: a JAAS file, but no PropertyFileLoginModule entry with "
+                              'file="..." in it', key="rest.basic.auth.credentials.file")
+        target = Path(m.group(1))
+        if not target.is_absolute():
+            target = Path(path).parent / target
+        text = read_text_file(target, "REST credentials file")
+    users = {k: v for k, v in parse_properties(text).items() if k}
+    if not users:
+        raise ConfigError(f"{path}: no user=password lines", key="rest.basic.auth.credentials.file")
+    return users
 
 
 _LOCAL_MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?")
@@ -395,7 +534,20 @@ def _check_values(values: Mapping[str, Any], props: Mapping[str, Any]) -> list[t
         try:
             parse_listener(url, "")
         except ConfigError:
-            invalid("listeners", url, "expected http://HOST:PORT (https is not supported yet)")
+            invalid("listeners", url, "expected http://HOST:PORT or https://HOST:PORT")
+    for name in values.get("rest.extension.classes") or []:
+        if name not in REST_EXTENSIONS:
+            invalid("rest.extension.classes", name, "kctl has the Basic auth extension: "
+                    f"{BASIC_AUTH_EXTENSION} (or basic)")
+    if values.get("rest.extension.classes") and not values.get(
+            "rest.basic.auth.credentials.file"):
+        problems.append(("rest.basic.auth.credentials.file",
+                         "rest.extension.classes asks for Basic auth: set "
+                         "rest.basic.auth.credentials.file (user=password lines)"))
+    for entry in values.get("file.connector.allowed.paths") or []:
+        if not os.path.isabs(os.path.expanduser(entry)):
+            invalid("file.connector.allowed.paths", entry, "must be an absolute path")
+    problems.extend(_check_security(values, props))
     if "spark.master" in values:
         master = str(values["spark.master"]).strip()
         from kctl.runtime.spark import master_kind
@@ -462,8 +614,53 @@ def parse_listener(url: str, source: str) -> tuple[str, int]:
     from urllib.parse import urlparse
 
     u = urlparse(url)
-    if u.scheme != "http" or not u.hostname or u.port is None:
+    if u.scheme.lower() not in ("http", "https") or not u.hostname or u.port is None:
         raise ConfigError(
-            f"{source}: invalid listeners value {url!r}; expected http://HOST:PORT "
-            "(https is not supported yet)", key="listeners", source=source)
+            f"{source}: invalid listeners value {url!r}; expected http://HOST:PORT or "
+            "https://HOST:PORT", key="listeners", source=source)
     return u.hostname, u.port
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_security(values: Mapping[str, Any], props: Mapping[str, Any]
+                    ) -> list[tuple[str, str]]:
+    """TLS material the REST listener needs and the Kafka clients' security settings can be
+    read and used: a wrong path or password fails the start, naming the setting."""
+    from kctl.transport.security import TlsMaterial, kafka_python_config, security_settings
+
+    problems: list[tuple[str, str]] = []
+    listeners = values.get("listeners") or []
+    if listeners and str(listeners[0]).lower().startswith("https://"):
+        scoped = {k[len("listeners.https."):]: v for k, v in props.items()
+                  if k.startswith("listeners.https.")}
+        prefix = "listeners.https." if scoped else ""
+        conf = scoped or {k: v for k, v in props.items() if k.startswith("ssl.")}
+        try:
+            TlsMaterial.from_config(conf, prefix).server_context()
+        except ConfigError as e:
+            problems.append((e.key or "listeners", str(e)))
+    security = security_settings(props)
+    if values.get(BOOTSTRAP_SERVERS_CONFIG) and security:
+        try:
+            kafka_python_config(security)
+        except ConfigError as e:
+            problems.append((e.key or "security.protocol", str(e)))
+    for prefix in ("producer.", "consumer.", "admin."):
+        scoped = {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)}
+        if values.get(BOOTSTRAP_SERVERS_CONFIG) and security_settings(scoped):
+            try:
+                kafka_python_config({**security, **scoped})
+            except ConfigError as e:
+                problems.append((prefix + (e.key or "security.protocol"),
+                                 f"{e} (in the {prefix}* settings)"))
+    return problems

@@ -51,6 +51,7 @@ from kctl.transport.base import (
     column_rows,
 )
 from kctl.transport.kafka_consumer_group import DEFAULT_STRATEGY, ConsumerGroupMember
+from kctl.transport.security import librdkafka_config, security_settings
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -121,6 +122,9 @@ _UNREACHABLE = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError.
                 KafkaError._AUTHENTICATION, KafkaError._SSL}
 
 
+_REFUSED = re.compile(r"SASL|SSL|certificate|authentication", re.I)
+
+
 class Reachability:
     """What the clients of one transport last said about reaching the cluster; errors that
     time out quote it, so a task's status names the cause in one line."""
@@ -132,7 +136,10 @@ class Reachability:
 
     def error_cb(self, err: KafkaError) -> None:
         if err.code() in _UNREACHABLE:
-            self.last_error = err.str()
+            # "all brokers down" after a refused handshake says less than the refusal
+            if err.code() != KafkaError._ALL_BROKERS_DOWN or not self.last_error or \
+                    not _REFUSED.search(self.last_error):
+                self.last_error = err.str()
             self.last_ok = False
             CLIENT_LOG.warning("cannot reach the Kafka cluster at %s (bootstrap.servers): %s",
                                self.bootstrap, err.str())
@@ -151,7 +158,10 @@ class Reachability:
 
 
 def _clean(conf: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in conf.items() if not k.startswith(_PRIVATE) and k not in _GROUP_ONLY}
+    """What librdkafka gets: no kctl-only or group-only keys, Kafka's Java security names
+    (ssl.truststore.location, sasl.jaas.config, ...) in librdkafka's words."""
+    return librdkafka_config({k: v for k, v in conf.items()
+                              if not k.startswith(_PRIVATE) and k not in _GROUP_ONLY})
 
 
 # Settings of a consumer's group membership, which kctl runs (kafka_consumer_group.py):
@@ -295,7 +305,8 @@ class KafkaConsumer(Consumer):
             raise TransportError(f"consumer of group {group_id} cannot subscribe: it was made "
                                  "without a view of the cluster's topics")
         self._group = ConsumerGroupMember(str(self._conf["bootstrap.servers"]), group_id,
-                                          topics, self._conf, self._partition_counts)
+                                          topics, self._conf, self._partition_counts,
+                                          security=security_settings(self._conf))
         self._group.start()
 
     def _rebalance(self) -> None:
@@ -533,6 +544,7 @@ class KafkaAdmin(Admin):
         try:
             md = self._a.list_topics(timeout=10)
         except KafkaException as e:
+            self._a.poll(0)  # serve the clients' errors: a refused TLS or SASL handshake
             raise TransportError(self._reach.explain("cannot list topics", e.args[0])) from e
         return {name: len(t.partitions) for name, t in md.topics.items()
                 if not name.startswith("__")}
@@ -562,13 +574,17 @@ class KafkaTransport(Transport):
     name = "kafka"
 
     def __init__(self, bootstrap_servers: Sequence[str] | str, *,
-                 admin_config: Mapping[str, Any] | None = None):
+                 admin_config: Mapping[str, Any] | None = None,
+                 security: Mapping[str, Any] | None = None):
+        """`security`: the worker-level security.protocol, ssl.* and sasl.* settings, the
+        base of every client's config (producer.*, consumer.*, admin.* and overrides
+        replace them key by key)."""
         servers = bootstrap_servers if isinstance(bootstrap_servers, str) else ",".join(bootstrap_servers)
         self.bootstrap = servers
         self.reachability = Reachability(servers)
         self._base = {"bootstrap.servers": servers, "logger": CLIENT_LOG,
-                      "error_cb": self.reachability.error_cb}
-        self._admin_conf = {**self._base, **_clean(admin_config or {})}
+                      "error_cb": self.reachability.error_cb, **(security or {})}
+        self._admin_conf = _clean({**self._base, **(admin_config or {})})
         self._admin = KafkaAdmin(self._admin_conf, self.reachability)
 
     @property
@@ -579,7 +595,7 @@ class KafkaTransport(Transport):
             return "kafka"
 
     def producer(self, config: Mapping[str, Any] | None = None) -> Producer:
-        return KafkaProducer({**self._base, **PRODUCER_DEFAULTS, **_clean(config or {})})
+        return KafkaProducer(_clean({**self._base, **PRODUCER_DEFAULTS, **(config or {})}))
 
     def consumer(self, group_id: str | None, config: Mapping[str, Any] | None = None) -> Consumer:
         user = {k: v for k, v in (config or {}).items() if not k.startswith(_PRIVATE)}

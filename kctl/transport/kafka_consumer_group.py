@@ -60,7 +60,8 @@ class ConsumerGroupMember:
     """One consumer in group `group_id` on a Kafka cluster (see the module docstring)."""
 
     def __init__(self, bootstrap: str, group_id: str, topics: Sequence[str],
-                 config: Mapping[str, Any], partition_counts: Callable[[], Mapping[str, int]]):
+                 config: Mapping[str, Any], partition_counts: Callable[[], Mapping[str, int]],
+                 *, security: Mapping[str, Any] | None = None):
         self.group_id = group_id
         self._counts = partition_counts
         assignors = assignment_strategy(config.get(ASSIGNMENT_STRATEGY_CONFIG) or DEFAULT_STRATEGY)
@@ -74,7 +75,8 @@ class ConsumerGroupMember:
             rebalance_timeout_ms=self.rebalance_timeout_ms,
             heartbeat_interval_ms=int(config.get("heartbeat.interval.ms",
                                                  DEFAULT_HEARTBEAT_INTERVAL_MS)))
-        self.driver = BrokerGroupDriver(bootstrap, group_id, self.member, CONSUMER_CODEC)
+        self.driver = BrokerGroupDriver(bootstrap, group_id, self.member, CONSUMER_CODEC,
+                                        security=security)
         self._work: deque[GroupWork] = deque()
         self._calls: deque[Callable[[], None]] = deque()
         self._closing = threading.Event()

@@ -132,6 +132,7 @@ class BrokerGroupDriver:
 
     def __init__(self, bootstrap_servers: str, group_id: str, member: GroupMember[Any],
                  codec: GroupCodec, *, request_timeout_ms: int = 30_000,
+                 security: Mapping[str, Any] | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time):
         self.group_id = group_id
@@ -141,6 +142,7 @@ class BrokerGroupDriver:
         self._clock = clock
         self._wall_clock = wall_clock
         self._bootstrap = bootstrap_servers
+        self._security = dict(security or {})  # Kafka's security.protocol, ssl.*, sasl.*
         self._client: Any = None
         self._coordinator: Any = None
         self._inflight: list[_InFlight] = []
@@ -157,14 +159,19 @@ class BrokerGroupDriver:
     def start(self) -> None:
         from kafka.net.compat import KafkaNetClient  # the network client: a worker-only import
 
+        from kctl.transport.security import kafka_python_config
+
         self._client = KafkaNetClient(bootstrap_servers=self._bootstrap,
-                                      client_id=self.member.client_id)
+                                      client_id=self.member.client_id,
+                                      **kafka_python_config(self._security))
         self._client._manager._net.start()
         try:
             self._client._manager.bootstrap(self.request_timeout_ms)
         except Exception as e:
+            protocol = str(self._security.get("security.protocol") or "PLAINTEXT").upper()
             raise TransportError(f"cannot reach the Kafka cluster at {self._bootstrap} to join "
-                                 f"group {self.group_id}: {e}") from e
+                                 f"group {self.group_id} (security.protocol={protocol}): "
+                                 f"{e}") from e
         self._act(self.member.handle(Start(), self._now()))
 
     def leave(self, reason: str = "shutting down", timeout: float = 5.0) -> list[MemberAction]:

@@ -161,7 +161,7 @@ def test_the_api_listens_on_loopback_by_default(worker):
     default = WorkerConfig({})
     assert default.get_list("listeners") == ["http://127.0.0.1:8083"]
     assert default.listener() == ("127.0.0.1", 8083)
-    assert RestServer.__init__.__defaults__ == ("127.0.0.1", 8083)
+    assert RestServer.__init__.__defaults__ == ("127.0.0.1", 8083, None)  # None: no TLS
     # the live worker: its URL and the socket it really bound
     assert urlsplit(worker.rest.url).hostname == "127.0.0.1"
     assert worker.rest._sock.getsockname()[0] == "127.0.0.1"

@@ -179,13 +179,26 @@ def test_a_literal_password_reads_hidden_and_survives_a_round_trip(api, worker, 
 
 
 @pytest.mark.parametrize(("placeholder", "why"), [
-    ("${vault:secret/db:password}", "no config provider 'vault' (config.providers: dir, env, "
-                                    "file)"),
+    ("${vault:secret/db:password}", "names config provider 'vault', which this worker does "
+                                    "not have (config.providers: dir, env, file)"),
+    ("${file:/etc/hostname:password}", "path /etc/hostname is not in allowed.paths"),
+])
+def test_a_placeholder_the_worker_refuses_makes_the_config_invalid(
+        api, tmp_path, placeholder, why):
+    """An unconfigured provider or a file outside allowed.paths can never resolve on this
+    worker: refused when the config arrives (Security), not stored to fail later."""
+    r = api.post("/connectors", json={"name": "refused",
+                                      "config": password_connector(tmp_path, placeholder)})
+    assert r.status_code == 400, r.text
+    assert why in r.json()["errors"]["connection.password"][0]
+    assert api.get("/connectors").json() == []
+
+
+@pytest.mark.parametrize(("placeholder", "why"), [
     ("${env:KCTL_TEST_NOT_SET}", "no key 'KCTL_TEST_NOT_SET' (config provider 'env')"),
     ("${file:{dir}/db.properties:passwd}", "no key 'passwd' in {dir}/db.properties"),
     ("${file:{dir}/gone.properties:password}", "could not read properties from file "
                                                "{dir}/gone.properties"),
-    ("${file:/etc/hostname:password}", "path /etc/hostname is not in allowed.paths"),
 ])
 def test_a_placeholder_that_cannot_be_resolved_fails_only_its_connector(
         api, tmp_path, secret_files, placeholder, why):

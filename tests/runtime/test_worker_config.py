@@ -11,7 +11,10 @@ def test_yaml_with_nested_spark_keys(tmp_path):
     f.write_text("state.dir: /tmp/x\nspark:\n  master: local[2]\n  driver.memory: 1g\n"
                  "listeners: http://127.0.0.1:9000\n")
     cfg = WorkerConfig.from_file(f)
-    assert cfg.spark_conf() == {"spark.master": "local[2]", "spark.driver.memory": "1g"}
+    assert cfg.spark_conf() == {"spark.master": "local[2]", "spark.driver.memory": "1g",
+                                # REST on loopback: Spark listens there only (Security)
+                                "spark.driver.bindAddress": "127.0.0.1",
+                                "spark.driver.host": "127.0.0.1", "spark.ui.enabled": "false"}
     assert cfg.listener() == ("127.0.0.1", 9000)
     assert cfg.embedded
 

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import codecs
 import glob
+import logging
 import os
 import re
 import zlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from kctl.api.paths import within
 from kctl.errors import ConfigError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
 
 
 
@@ -163,12 +168,25 @@ def _visible(path: str) -> bool:
     return not base.startswith((".", "_")) and os.path.isfile(path)
 
 
-def list_files(path: str) -> list[str]:
+def list_files(path: str, roots: Sequence[str] = ()) -> list[str]:
     """Absolute paths of the regular files `path` names: a file, a directory or a glob.
 
     Hidden (`.x`) and underscore (`_SUCCESS`) files are skipped, as Spark does, so a
     directory that another writer fills through temporary files never shows half files.
+    With `roots` (the worker's allowed paths), a file a symlink leads outside them is
+    skipped with a warning.
     """
+    found = _list_files(path)
+    if not roots:
+        return found
+    allowed = [f for f in found if within(f, roots)]
+    for f in sorted(set(found) - set(allowed)):
+        log.warning("Skipping %s: it leads outside file.connector.allowed.paths (%s)",
+                    f, ", ".join(roots))
+    return allowed
+
+
+def _list_files(path: str) -> list[str]:
     path = os.path.expanduser(path)
     if glob.has_magic(path):
         found = glob.glob(path, recursive=True)

@@ -72,7 +72,9 @@ from kctl.api import (
 )
 from kctl.api.arrow import connect_to_arrow_type, structs_to_table
 from kctl.api.data import DECIMAL
+from kctl.api.paths import allowed_roots, path_problem
 from kctl.connectors.file._common import SingleChar, decode_delimiter, reads_local_files
+from kctl.errors import ConfigError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -213,6 +215,9 @@ class _Fenced(Exception):
 class FileSinkConnector(SinkConnector):
     """Every task gets the same config; the consumer group splits the partitions."""
 
+    def local_paths(self, props: Mapping[str, Any]) -> dict[str, str]:
+        return {"path": str(props["path"])} if props.get("path") else {}
+
     def config(self) -> ConfigDef:
         return CONFIG_DEF
 
@@ -313,6 +318,9 @@ class FileSinkTask(SinkTask):
     def start(self, props: Mapping[str, str]) -> None:
         c = CONFIG_DEF.parse(props)
         self.root = os.path.abspath(os.path.expanduser(c["path"]))
+        problem = path_problem(self.root, allowed_roots(props))
+        if problem:  # a symlink made since the config was validated
+            raise ConfigError(problem, key="path")
         self.format: str = c["format"].lower()
         self.ext = EXTENSIONS[self.format]
         self.flush_size: int = c["flush.size"]

@@ -52,6 +52,7 @@ from kctl.api import (
 )
 from kctl.api.arrow import arrow_schema_to_connect
 from kctl.api.data import STRING_SCHEMA
+from kctl.api.paths import allowed_roots
 from kctl.connectors.file._common import (
     SingleChar,
     SparkDdl,
@@ -164,6 +165,9 @@ class FileSourceConnector(SourceConnector):
         self._task_count = 0
         self._max_tasks: int | None = None
 
+    def local_paths(self, props: Mapping[str, Any]) -> dict[str, str]:
+        return {"path": str(props["path"])} if props.get("path") else {}
+
     def config(self) -> ConfigDef:
         return CONFIG_DEF
 
@@ -188,12 +192,14 @@ class FileSourceConnector(SourceConnector):
         self._props = dict(props)
         parsed = CONFIG_DEF.parse(props)
         self._path = parsed["path"]
+        self._roots = allowed_roots(props)
         self._exclude = _patterns(parsed["file.exclude"])
         self._interval = max(parsed["poll.interval.ms"], 200) / 1000
         self._stop.clear()
 
     def _wanted(self, max_tasks: int) -> int:
-        files = [f for f in list_files(self._path) if not _excluded(f, self._exclude)]
+        files = [f for f in list_files(self._path, self._roots)
+                 if not _excluded(f, self._exclude)]
         return max(1, min(max_tasks, len(files)))
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
@@ -409,6 +415,7 @@ class FileSourceTask(SourceTask):
     def start(self, props: Mapping[str, str]) -> None:
         c = CONFIG_DEF.parse(props)
         self.path: str = c["path"]
+        self.roots = allowed_roots(props)
         self.format: str = c["format"].lower()
         self.topic: str = c["topic"]
         self.interval = c["poll.interval.ms"] / 1000
@@ -472,7 +479,7 @@ class FileSourceTask(SourceTask):
         self._next_scan = self._clock() + self.interval
         listed: dict[tuple[int, int], str] = {}
         sizes: dict[tuple[int, int], int] = {}
-        for f in list_files(self.path):
+        for f in list_files(self.path, self.roots):
             if self._excluded(f):
                 continue
             try:

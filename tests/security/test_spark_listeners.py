@@ -1,0 +1,65 @@
+"""Nothing listens beyond what was asked: with REST on loopback, Spark's driver binds to
+loopback too and its UI (which Spark binds to every interface) stays off, unless the
+spark.* settings say otherwise."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kctl.runtime.spark import SparkEngine
+from kctl.runtime.worker_config import WorkerConfig
+
+
+def conf(tmp_path, **settings) -> dict[str, str]:
+    return WorkerConfig({"state.dir": str(tmp_path), **settings}).spark_conf()
+
+
+def test_spark_follows_a_loopback_rest_listener_unless_told_otherwise(tmp_path):
+    local = conf(tmp_path, listeners="http://127.0.0.1:8083")
+    assert (local["spark.driver.bindAddress"], local["spark.driver.host"],
+            local["spark.ui.enabled"]) == ("127.0.0.1", "127.0.0.1", "false")
+    everywhere = conf(tmp_path, listeners="http://0.0.0.0:8083")
+    assert "spark.driver.bindAddress" not in everywhere and "spark.ui.enabled" not in everywhere
+    asked = conf(tmp_path, listeners="http://127.0.0.1:8083", **{
+        "spark.ui.enabled": "true", "spark.driver.bindAddress": "0.0.0.0"})
+    assert (asked["spark.ui.enabled"], asked["spark.driver.bindAddress"]) == ("true", "0.0.0.0")
+    # executors elsewhere must reach the driver: a remote cluster's driver is not bound
+    remote = conf(tmp_path, listeners="http://127.0.0.1:8083",
+                  **{"spark.master": "spark://spark-master.example:7077"})
+    assert "spark.driver.bindAddress" not in remote
+
+
+def _listening(pid: int) -> list[str]:
+    out = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True, check=True).stdout
+    return [line.split()[3] for line in out.splitlines() if f"pid={pid}," in line]
+
+
+def _jvm_pid() -> int:
+    out = subprocess.run(["pgrep", "-P", str(os.getpid())], capture_output=True, text=True)
+    pids = [int(p) for p in out.stdout.split()]
+    java = [p for p in pids if "java" in Path(f"/proc/{p}/cmdline").read_text()]
+    assert java, "no JVM child process"
+    return java[-1]
+
+
+@pytest.mark.spark
+def test_a_loopback_workers_spark_listens_only_on_loopback(tmp_path):
+    settings = conf(tmp_path, listeners="http://127.0.0.1:8083",
+                    **{"spark.master": "local[1]", "spark.driver.memory": "512m"})
+    engine = SparkEngine(settings)
+    try:
+        engine.spark().range(3).count()
+        addresses = _listening(_jvm_pid())
+    finally:
+        engine.stop()
+    assert addresses, "the JVM listens on nothing?"
+    for address in addresses:
+        host = re.sub(r"^\[?(.*?)\]?:\d+$", r"\1", address).split("%")[0]
+        assert host != "*" and ipaddress.ip_address(host.removeprefix("::ffff:")).is_loopback, \
+            addresses

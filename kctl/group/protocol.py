@@ -217,8 +217,13 @@ class Coordinator:
     join "together" (all at one instant) land in one generation.
     """
 
-    def __init__(self, group_id: str = "group", *, initial_rebalance_delay_ms: int = 0):
+    def __init__(self, group_id: str = "group", *, initial_rebalance_delay_ms: int = 0,
+                 unchanged_rejoin_rebalances: bool = True):
         self.group_id = group_id
+        # False models a coordinator (the test broker, Tansu) that answers a Stable
+        # group's member rejoining with unchanged metadata with the current generation
+        # instead of starting one (Kafka starts one at least when the leader rejoins).
+        self.unchanged_rejoin_rebalances = unchanged_rejoin_rebalances
         self.state = GroupState.EMPTY
         self.generation = 0
         self.protocol_type: str | None = None
@@ -358,6 +363,10 @@ class Coordinator:
                 self.leader = req.member_id
             reason = f"join {req.client_id}"
         else:
+            if (not self.unchanged_rejoin_rebalances and self.state is GroupState.STABLE
+                    and member.protocols == req.protocols):
+                member.last_seen_ms = now
+                return [CoordinatorReply("", self._current_generation(member))]
             member.protocols = req.protocols
             member.session_timeout_ms = req.session_timeout_ms
             member.rebalance_timeout_ms = req.rebalance_timeout_ms
@@ -370,6 +379,15 @@ class Coordinator:
         elif reason:
             self._add_trigger(reason)
         return replies
+
+    def _current_generation(self, member: _MemberInfo) -> JoinGroupResponse:
+        assert self.protocol is not None
+        listing = tuple(
+            JoinMember(m.member_id, m.client_id, m.metadata(self.protocol))
+            for m in self.members.values()
+        ) if member.member_id == self.leader else ()
+        return JoinGroupResponse(ErrorCode.NONE, member.member_id, self.generation,
+                                 self.protocol, self.leader or "", listing)
 
     def _known(self, member_id: str, now: int) -> _MemberInfo | None:
         member = self.members.get(member_id)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -20,12 +22,38 @@ class ClientError(Exception):
         self.body = body
 
 
+def _rebalancing(error: ClientError) -> bool:
+    """A 409 that clears by itself: the group is rebalancing (Kafka's wording, kctl's too)."""
+    return error.status == 409 and "rebalanc" in str(error)
+
+
 class Client:
-    def __init__(self, url: str | None = None, timeout: float = 60.0):
+    """`retry_for`: seconds to keep retrying a request the cluster refuses while it
+    rebalances (409); `on_wait` hears the reason once, so the user sees that it waits."""
+
+    def __init__(self, url: str | None = None, timeout: float = 60.0, *,
+                 retry_for: float = 0.0, on_wait: Callable[[str], None] | None = None):
         self.url = (url or os.environ.get("KCTL_URL") or DEFAULT_URL).rstrip("/")
         self._http = httpx.Client(base_url=self.url, timeout=timeout)
+        self.retry_for = retry_for
+        self.on_wait = on_wait
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        deadline = time.monotonic() + self.retry_for
+        backoff, told = 0.2, False
+        while True:
+            try:
+                return self._request(method, path, **kwargs)
+            except ClientError as e:
+                if not _rebalancing(e) or time.monotonic() + backoff > deadline:
+                    raise
+                if not told and self.on_wait is not None:
+                    self.on_wait(str(e))
+                    told = True
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
             r = self._http.request(method, path, **kwargs)
         except httpx.ConnectError as e:

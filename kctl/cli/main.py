@@ -65,6 +65,7 @@ class State:
     context: str | None = None
     debug: bool = False
     output: Output | None = None
+    timeout: float = 60.0
 
 
 state = State()
@@ -86,8 +87,13 @@ def _main(
     output: Output = typer.Option(None, "--output", "-o",
                                   help="table, json or yaml for every command"),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+    timeout: float = typer.Option(
+        60.0, "--timeout", min=0,
+        help="Seconds to keep retrying a request a cluster refuses while it rebalances "
+             "(409); 0 answers at once."),
 ) -> None:
     state.url = url
+    state.timeout = timeout
     state.context = context
     state.output = output
     state.debug = debug
@@ -103,7 +109,13 @@ def worker_url() -> str | None:
 
 
 def client() -> Client:
-    return Client(worker_url())
+    return Client(worker_url(), retry_for=state.timeout, on_wait=_waiting)
+
+
+def _waiting(reason: str) -> None:
+    err_console.print(Text.assemble(("waiting:", "yellow"), " ", reason,
+                                    f" (retrying for up to {state.timeout:.0f} s, --timeout)"),
+                      highlight=False, soft_wrap=True)
 
 
 def print_error(message: str) -> None:

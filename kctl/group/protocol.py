@@ -717,6 +717,8 @@ class GroupMember(Generic[W]):
         S = MemberState
         t = self._table
         t[(S.UNJOINED, Start)] = self._on_start
+        # a member the group refused (no protocol in common) tries again when asked
+        t[(S.UNJOINED, RequestRejoin)] = self._on_rejoin_unjoined
         for state in (S.JOINING, S.AWAITING_SYNC, S.STABLE):
             t[(state, Leave)] = self._on_leave
             t[(state, HeartbeatResponse)] = self._on_heartbeat_response
@@ -787,6 +789,10 @@ class GroupMember(Generic[W]):
     def _on_start(self, event: Start, now: int) -> list[Any]:
         self.state = MemberState.JOINING
         return [self._join_request("join")]
+
+    def _on_rejoin_unjoined(self, event: RequestRejoin, now: int) -> list[Any]:
+        self.state = MemberState.JOINING
+        return [self._join_request(event.reason or "join")]
 
     def _on_leave(self, event: Leave, now: int) -> list[Any]:
         actions: list[Any] = []

@@ -44,9 +44,16 @@ from kctl.errors import (
     ValidationError,
 )
 from kctl.group.assignors.connect import EMPTY, ConnectorsAndTasks
-from kctl.group.connect_coordinator import ConnectHandler
+from kctl.group.connect_coordinator import CONNECT_OFFERS, ConnectHandler
 from kctl.group.history import GenerationCompleted, GenerationRecord, record_key
-from kctl.group.protocol import GroupMember, MemberFailed, MemberState, StartWork, StopWork
+from kctl.group.protocol import (
+    ErrorCode,
+    GroupMember,
+    MemberFailed,
+    MemberState,
+    StartWork,
+    StopWork,
+)
 from kctl.runtime.abstract_herder import AbstractHerder
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.worker import Worker
@@ -62,8 +69,14 @@ SIGNATURE_HEADER = "X-Connect-Authorization"
 SIGNATURE_ALGORITHM_HEADER = "X-Connect-Request-Signature-Algorithm"
 SIGNATURE_ALGORITHM = "HmacSHA256"
 REQUEST_TIMEOUT_S = 90.0  # Kafka's REST request timeout
+QUEUED_WAIT_S = 0.8  # a request the herder cannot take up by then is answered 409
 RECONFIGURE_BACKOFF_S = 0.25
+JOIN_BACKOFF_S, JOIN_BACKOFF_MAX_S = 0.5, 10.0  # a refused join is retried this often
 HISTORY_KEPT = 1000
+
+
+def _utc(ms: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
 
 
 def sign(key: bytes, body: bytes) -> str:
@@ -118,6 +131,10 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
         self._reconfigure: dict[str, float] = {}  # connector -> when to try (again)
         self._rejoin: str | None = None
         self._leader_url: str | None = None
+        self._lost_since: dict[str, tuple[str, int]] = {}  # lost work -> (worker, when)
+        self._cannot_join: str | None = None  # why the group refused this worker
+        self._join_backoff = 0.0
+        self._retry_join_at: float | None = None
         self.history: deque[GenerationRecord] = deque(maxlen=HISTORY_KEPT)
         self.member: GroupMember[Any] | None = None
         self._forwarder = ThreadPoolExecutor(1, thread_name_prefix="herder-forward")
@@ -172,11 +189,17 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
 
     def _tick(self) -> None:
         self._apply_config_events()
+        if self._retry_join_at is not None and time.monotonic() >= self._retry_join_at:
+            self._retry_join_at = None
+            self._rejoin = "retrying to join"
         if self._rejoin is not None:
             reason, self._rejoin = self._rejoin, None
             self._driver.request_rejoin(reason)
         busy = self._ready() and (not self._requests.empty() or self._due_reconfigurations())
-        for action in self._driver.poll(0.0 if busy else 0.2):
+        wait = 0.0 if busy else 0.2
+        if self._retry_join_at is not None:
+            wait = min(wait, max(0.0, self._retry_join_at - time.monotonic()))
+        for action in self._driver.poll(wait):
             self._on_action(action)
         self._apply_config_events()
         if self._ready():
@@ -199,17 +222,75 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
         elif isinstance(action, GenerationCompleted):
             self._generation_completed(action.record)
         elif isinstance(action, MemberFailed):
-            log.error("Group membership failed (%s); rejoining", action)
-            self._rejoin = "member failed"
+            self._join_failed(action)
+
+    def _join_failed(self, failure: MemberFailed) -> None:
+        """Try again with a growing backoff, and say once, in one line, why the worker
+        cannot join (the same reason is not logged again at every retry)."""
+        group = self.worker_config.get_str("group.id")
+        if failure.error is ErrorCode.INCONSISTENT_GROUP_PROTOCOL:
+            offers = ", ".join(CONNECT_OFFERS[self.protocol])
+            why = (f"cannot join group {group}: its members use a connect.protocol this "
+                   f"worker does not offer (connect.protocol={self.protocol} offers {offers}; "
+                   "a group takes a member only with a protocol every member supports, "
+                   "change connect.protocol one worker at a time)")
+        else:
+            why = f"cannot join group {group}: {failure.detail or failure.error.name}"
+        self._join_backoff = min(max(self._join_backoff * 2, JOIN_BACKOFF_S), JOIN_BACKOFF_MAX_S)
+        if why != self._cannot_join:
+            log.error("%s; retrying every %.0f s at most", why, JOIN_BACKOFF_MAX_S)
+        else:
+            log.debug("%s; retrying in %.1f s", why, self._join_backoff)
+        self._cannot_join = why
+        self._retry_join_at = time.monotonic() + self._join_backoff
 
     def _generation_completed(self, record: GenerationRecord) -> None:
+        if self._cannot_join is not None:
+            log.info("Joined group %s after retrying", self.worker_config.get_str("group.id"))
+        self._cannot_join, self._join_backoff = None, 0.0
         assignment = self._driver.assignment
         self._leader_url = assignment.leader_url if assignment is not None else None
         self.statuses.put_generation(record_key(record.worker, record.generation),
                                      record.to_json())
         self.history.append(record)
+        if record.is_leader:
+            self._note_lost_work(record)
         log.info("Joined generation %d (leader %s): assigned %s, revoked %s", record.generation,
                  record.leader, record.assigned.to_json(), record.revoked.to_json())
+
+    def _note_lost_work(self, record: GenerationRecord) -> None:
+        """Work held back for `scheduled.rebalance.max.delay.ms` runs nowhere: its status
+        says so (UNASSIGNED, naming the lost worker, when it was lost and when the work is
+        reassigned) instead of what the dead worker last wrote."""
+        sets = record.sets or {}
+        waiting = (ConnectorsAndTasks.from_json(sets.get("lost", {}))
+                   - ConnectorsAndTasks.from_json(sets.get("lost_reassigned", {})))
+        keys = {*waiting.connectors, *map(str, waiting.tasks)}
+        self._lost_since = {k: v for k, v in self._lost_since.items() if k in keys}
+        if waiting.is_empty or record.delay_ms <= 0:
+            return
+        due = _utc(record.at_ms + record.delay_ms)
+        for name in sorted(waiting.connectors):
+            if self.configs.contains(name):
+                entry = self.statuses.connector_state(name)
+                worker, trace = self._lost_note(name, entry, record.at_ms, due)
+                self.statuses.put_connector_state(name, State.UNASSIGNED, worker, trace)
+        for tid in sorted(waiting.tasks):
+            if self.configs.contains(tid.connector):
+                entry = self.statuses.task_state(tid.connector, tid.task)
+                worker, trace = self._lost_note(str(tid), entry, record.at_ms, due)
+                self.statuses.put_task_state(tid.connector, tid.task, State.UNASSIGNED,
+                                             worker, trace)
+
+    def _lost_note(self, key: str, entry: Any, at_ms: int, due: str) -> tuple[str, str]:
+        if key not in self._lost_since:
+            worker = entry.worker_id if entry is not None and entry.worker_id else "unknown"
+            self._lost_since[key] = (worker, at_ms)
+        worker, since = self._lost_since[key]
+        return worker, (f"Worker {worker} left the group (stopped, or its session expired); "
+                        f"lost at {_utc(since)}, this runs nowhere until it is reassigned at "
+                        f"{due} (scheduled.rebalance.max.delay.ms, unless {worker} rejoins "
+                        "first)")
 
     # -- requests from REST threads ----------------------------------------------------------
     def _call(self, fn: Callable[[], Any]) -> Any:
@@ -222,10 +303,30 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
         if self._driver is not None:
             self._driver.wakeup()
         try:
+            return request.future.result(QUEUED_WAIT_S)
+        except FutureTimeout:
+            if request.future.cancel():  # not started: say why now rather than hang
+                raise ConflictError(self._busy_reason()) from None
+        try:
             return request.future.result(REQUEST_TIMEOUT_S)
         except FutureTimeout:
-            raise ConflictError("Request timed out: the worker group did not settle within "
-                                f"{REQUEST_TIMEOUT_S:.0f} s (a rebalance is in progress)") from None
+            raise ConflictError("Request timed out: the worker did not finish it within "
+                                f"{REQUEST_TIMEOUT_S:.0f} s") from None
+
+    def _busy_reason(self) -> str:
+        """Why a request waited: Kafka's 409 wording, then what the group is doing."""
+        m = self.member
+        if self._cannot_join is not None:
+            why = f"this worker {self._cannot_join}"
+        elif m is None or self._driver is None or self._driver.assignment is None:
+            why = "this worker has not joined its group yet"
+        elif m.state is not MemberState.STABLE:
+            why = (f"the worker group is rebalancing (this worker is {m.state.value} after "
+                   f"generation {m.last_completed_generation})")
+        else:
+            why = "this worker is busy starting or stopping connectors and tasks"
+        return ("Cannot complete request because of a conflicting operation (e.g. worker "
+                f"rebalance): {why}; retry shortly")
 
     def _run_requests(self) -> None:
         while True:
@@ -248,6 +349,15 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
                 return
             if request.future.set_running_or_notify_cancel():
                 request.future.set_exception(error)
+
+    @property
+    def sessioned(self) -> bool:
+        """Internal requests are signed when the group agreed on `sessioned` (KIP-507), not
+        merely when this worker offers it: during a rolling upgrade the group runs the
+        protocol every member supports."""
+        m = self.member
+        negotiated = m.protocol if m is not None and m.protocol else self.protocol
+        return negotiated == "sessioned"
 
     @property
     def is_leader(self) -> bool:
@@ -476,7 +586,7 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
         body = json.dumps(configs).encode()
         headers = {"Content-Type": "application/json"}
         key = self.configs.session_key()
-        if self.protocol == "sessioned" and key is not None:
+        if self.sessioned and key is not None:
             headers[SIGNATURE_HEADER] = sign(key.key, body)
             headers[SIGNATURE_ALGORITHM_HEADER] = SIGNATURE_ALGORITHM
         from urllib.parse import quote
@@ -501,7 +611,7 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
         self._call(write)
 
     def _verify(self, body: bytes, signature: Mapping[str, str]) -> None:
-        if self.protocol != "sessioned":
+        if not self.sessioned:
             return
         key = self.configs.session_key()
         given = signature.get(SIGNATURE_HEADER.lower())
@@ -516,7 +626,7 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
 
     def _maybe_rotate_session_key(self) -> None:
         """The leader writes a fresh session key when there is none or it has expired."""
-        if self.protocol != "sessioned" or not self.is_leader:
+        if not self.sessioned or not self.is_leader:
             return
         key = self.configs.session_key()
         now_ms = int(self._clock() * 1000)
@@ -672,6 +782,8 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
     def healthy(self) -> tuple[bool, str]:
         if self.worker is None or self._stopped:
             return False, "Worker is starting or stopping"
+        if self._cannot_join is not None:
+            return False, f"Worker {self._cannot_join}"
         if self._driver is None or self._driver.assignment is None:
             return False, "Worker has not yet joined its group"
         return True, "Worker has completed startup and is ready to handle requests."

@@ -25,6 +25,7 @@ from kctl.group.protocol import (
     JoinMember,
     Leave,
     LeaveGroup,
+    MemberFailed,
     MemberState,
     RequestRejoin,
     Send,
@@ -370,13 +371,25 @@ def test_leaving_stops_the_work_and_says_goodbye():
     assert m.state is MemberState.UNJOINED
 
 
+def test_a_member_the_group_refused_joins_again_when_asked():
+    """INCONSISTENT_GROUP_PROTOCOL leaves the member out of the group; the application
+    retries later (with a backoff) by asking it to rejoin, as it would a stable member."""
+    m = member("w1", eager=False)
+    m.handle(Start(), 0)
+    m.handle(JoinGroupResponse(ErrorCode.MEMBER_ID_REQUIRED, "w1-x"), 0)
+    failed = m.handle(JoinGroupResponse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "w1-x"), 0)
+    assert [type(a) for a in failed] == [MemberFailed] and m.state is MemberState.UNJOINED
+    again = sends(m.handle(RequestRejoin("retrying to join"), 500))
+    assert [(j.member_id, j.reason) for j in again] == [("w1-x", "retrying to join")]
+    assert m.state is MemberState.JOINING
+
+
 @pytest.mark.parametrize(
     ("state_setup", "event"),
     [
         ("unjoined", SyncGroupResponse(ErrorCode.NONE)),
         ("unjoined", JoinGroupResponse(ErrorCode.NONE, "x")),
         ("unjoined", HeartbeatDue()),
-        ("unjoined", RequestRejoin("r")),
         ("joining", SyncGroupResponse(ErrorCode.NONE)),
         ("joining", Start()),
         ("stable", JoinGroupResponse(ErrorCode.NONE, "x")),

@@ -11,7 +11,7 @@ import logging
 import threading
 from typing import Any
 
-from kctl.errors import ConfigError, KctlError, ValidationError
+from kctl.errors import ConfigError, KctlError, TransportError, ValidationError
 from kctl.exit_status import ExitStatus
 from kctl.rest.app import create_app
 from kctl.rest.server import RestServer
@@ -255,7 +255,8 @@ def _serve(config_path: str | None, connector_files: list[str], console: Any, er
 
     def error(e: BaseException) -> int:
         err.print(Text.assemble(("error:", "red"), " ", str(e)), highlight=False, soft_wrap=True)
-        return ExitStatus.USAGE
+        # a Kafka cluster nobody reaches is not a mistake in how kctl was called
+        return ExitStatus.UNREACHABLE if isinstance(e, TransportError) else ExitStatus.USAGE
 
     try:
         config = WorkerConfig.from_file(config_path)
@@ -263,6 +264,9 @@ def _serve(config_path: str | None, connector_files: list[str], console: Any, er
         return error(e)
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # kafka-python (the group driver's network client) logs every connection at INFO, half
+    # a worker's log or more: WARNING unless asked (`kctl logger set kafka INFO`)
+    logging.getLogger("kafka").setLevel(logging.WARNING)
     install_log_redaction()  # before the first line that could carry a resolved secret
     try:
         if connector_files and config.distributed:

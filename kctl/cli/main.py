@@ -254,7 +254,8 @@ def worker_start(
     config: str = typer.Argument(None, help="Worker config (YAML or .properties)."),
     connectors: list[str] = typer.Argument(None, help="Connector files to create at start."),
 ) -> None:
-    """Start a standalone worker in the foreground (embedded defaults without CONFIG)."""
+    """Start a worker in the foreground: standalone (embedded defaults without CONFIG), or a
+    member of a distributed cluster when CONFIG sets group.id."""
     from kctl.launch import run_worker  # heavy: only for this command
 
     raise typer.Exit(run_worker(config, list(connectors or []), console, err_console))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from kctl.errors import ConfigError, KctlError, TransportError, ValidationError
@@ -116,6 +117,9 @@ class DistributedWorker:
                 store = cls(self.transport, settings)
                 store.start()
                 stores.append(store)
+            # refuse a worker of another group on this group's topics, before it runs anything
+            stores[0].claim(config.get_str("group.id"), config.advertised(config.listener()[1]),
+                            int(time.time() * 1000))
         except BaseException:
             for store in stores:
                 store.stop()

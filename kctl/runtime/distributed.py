@@ -635,6 +635,11 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
             self.configs.put_session_key(SessionKey(os.urandom(32), SIGNATURE_ALGORITHM, now_ms))
 
     # -- statuses: only for connectors that still exist -----------------------------------
+    def _unplaced(self) -> tuple[State, str, str | None]:
+        # not this worker's: whichever worker was asked would name itself
+        return (State.UNASSIGNED, "", "Not assigned to a worker yet: the group places it in "
+                "its next rebalance")
+
     def on_connector_state(self, name: str, state: State, trace: str | None = None) -> None:
         if self.configs.contains(name) or state is State.FAILED:
             super().on_connector_state(name, state, trace)

@@ -705,6 +705,12 @@ class GroupMember(Generic[W]):
     next_heartbeat_ms: int | None = None
     rejoin_at_ms: int | None = None
     rejoin_reason: str = ""
+    # After revoking, rejoin this much later instead of at once (Kafka: at once). A broker
+    # that answers a follower's SyncGroup by polling (the test broker: once a second)
+    # would otherwise see the revoking members rejoin before the other members have their
+    # assignment of this generation, and they miss the round: a join then takes three or
+    # four generations instead of two.
+    revocation_rejoin_delay_ms: int = 0
     _table: dict[tuple[MemberState, type], _MemberHandler] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -891,15 +897,22 @@ class GroupMember(Generic[W]):
         self.owned = outcome.owned
         self.last_completed_generation = self.generation
         self.state = MemberState.STABLE
-        if outcome.rejoin:
+        if outcome.rejoin and self.revocation_rejoin_delay_ms <= 0:
             return actions + self._rejoin(outcome.reason or "rejoin after revocation", now)
+        if outcome.rejoin:
+            due = now + self.revocation_rejoin_delay_ms
+            if self.rejoin_at_ms is None or due < self.rejoin_at_ms:
+                self.rejoin_at_ms = due
+                self.rejoin_reason = outcome.reason or "rejoin after revocation"
+            actions.append(ScheduleTimer(self.rejoin_at_ms, "rejoin"))
         self.next_heartbeat_ms = now + (self.heartbeat_interval_ms or DEFAULT_HEARTBEAT_INTERVAL_MS)
         actions.append(ScheduleTimer(self.next_heartbeat_ms, "heartbeat"))
         if outcome.rejoin_after_ms is not None:
             due = now + outcome.rejoin_after_ms
-            # A rejoin asked for during the sync stays due first.
-            self.rejoin_at_ms = due if self.rejoin_at_ms is None else min(self.rejoin_at_ms, due)
-            self.rejoin_reason = outcome.reason or "scheduled rebalance delay expired"
+            # A rejoin asked for during the sync (or after a revocation) stays due first.
+            if self.rejoin_at_ms is None or due < self.rejoin_at_ms:
+                self.rejoin_at_ms = due
+                self.rejoin_reason = outcome.reason or "scheduled rebalance delay expired"
             actions.append(ScheduleTimer(self.rejoin_at_ms, "rejoin"))
         return actions
 

@@ -10,8 +10,8 @@ _kctl_command() {
     case $1 in
         'kctl')
             subs='worker connector plugins dlq context logger rebalance'
-            opts='--url --context --cacert --insecure --output -o --debug --install-completion --show-completion --help'
-            vopts='--url --context --cacert --output -o' ;;
+            opts='--url --context --cacert --insecure --output -o --debug --timeout --install-completion --show-completion --help'
+            vopts='--url --context --cacert --output -o --timeout' ;;
         'kctl worker')
             subs='start'
             opts='--help'

@@ -29,7 +29,7 @@ end
 function __kctl_value_options --description 'Options of the kctl command path in argv that take a value'
     switch "$argv"
         case ''
-            printf '%s\n' --url --context --cacert --output -o
+            printf '%s\n' --url --context --cacert --output -o --timeout
         case 'connector list'
             printf '%s\n' --output -o
         case 'connector get'
@@ -152,12 +152,13 @@ complete -c kctl -n '__kctl_at' -l cacert -x -d 'CA certificate(s) (PEM) that si
 complete -c kctl -n '__kctl_at' -l insecure -d 'Do not verify an https worker\'s certificate.'
 complete -c kctl -n '__kctl_at' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml for every command'
 complete -c kctl -n '__kctl_at' -l debug -d 'Show tracebacks on errors.'
+complete -c kctl -n '__kctl_at' -l timeout -x -d 'Seconds to keep retrying a request a cluster refuses while it rebalances (409); 0 answe...'
 complete -c kctl -n '__kctl_at' -l install-completion -d 'Install completion for the current shell.'
 complete -c kctl -n '__kctl_at' -l show-completion -d 'Show completion for the current shell, to copy it or customize the installation.'
 complete -c kctl -n '__kctl_at' -l help -d 'Show this message and exit.'
 
 # kctl worker
-complete -c kctl -n '__kctl_at worker' -a start -d 'Start a standalone worker in the foreground (embedded defaults without CONFIG).'
+complete -c kctl -n '__kctl_at worker' -a start -d 'Start a worker in the foreground: standalone (embedded defaults without CONFIG), or a'
 complete -c kctl -n '__kctl_at worker' -l help -d 'Show this message and exit.'
 
 # kctl worker start

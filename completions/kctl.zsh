@@ -17,6 +17,7 @@ _kctl() {
         '(--output -o)--output=[table, json or yaml for every command]:output:(table json yaml)' \
         '(--output -o)-o+[table, json or yaml for every command]:output:(table json yaml)' \
         '--debug[Show tracebacks on errors.]' \
+        '--timeout=[Seconds to keep retrying a request a cluster refuses while it rebalances (409); 0 answe...]:timeout: ' \
         '--install-completion[Install completion for the current shell.]' \
         '--show-completion[Show completion for the current shell, to copy it or customize the installation.]' \
         '--help[Show this message and exit.]' \
@@ -60,7 +61,7 @@ _kctl_worker() {
     case $state in
         command)
             local -a commands=(
-                'start:Start a standalone worker in the foreground (embedded defaults without CONFIG).'
+                'start:Start a worker in the foreground: standalone (embedded defaults without CONFIG), or a'
             )
             _describe -t commands 'kctl worker command' commands && ret=0 ;;
         argument)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kctl.errors import ConfigError, KctlError, ValidationError
+from kctl.errors import ConfigError, KctlError, TransportError, ValidationError
 from kctl.exit_status import ExitStatus
 from kctl.group.assignors.connect import ConnectAssignment, ConnectorsAndTasks
 from kctl.group.driver import GroupDriver
@@ -232,6 +233,10 @@ class DistributedWorker(_WorkerProcess):
         self.transport = build_transport(config)
         try:
             self.stores = topic_stores(self.transport, config)
+            # refuse a worker of another group on this group's topics, before it runs anything
+            self.stores.configs.claim(config.get_str("group.id"),
+                                      config.advertised(self.rest.port),
+                                      int(time.time() * 1000))
         except BaseException:
             self.transport.close()
             raise
@@ -338,7 +343,8 @@ def _serve(config_path: str | None, connector_files: list[str], console: Any, er
 
     def error(e: BaseException) -> int:
         err.print(Text.assemble(("error:", "red"), " ", str(e)), highlight=False, soft_wrap=True)
-        return ExitStatus.USAGE
+        # a Kafka cluster nobody reaches is not a mistake in how kctl was called
+        return ExitStatus.UNREACHABLE if isinstance(e, TransportError) else ExitStatus.USAGE
 
     try:
         config = WorkerConfig.from_file(config_path)
@@ -346,6 +352,9 @@ def _serve(config_path: str | None, connector_files: list[str], console: Any, er
         return error(e)
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # kafka-python (the group driver's network client) logs every connection at INFO, half
+    # a worker's log or more: WARNING unless asked (`kctl logger set kafka INFO`)
+    logging.getLogger("kafka").setLevel(logging.WARNING)
     install_log_redaction()  # before the first line that could carry a resolved secret
     try:
         if connector_files and config.distributed:

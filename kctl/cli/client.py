@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -24,12 +26,20 @@ UNAUTHORIZED_HINT = ("the worker asks for credentials: set KCTL_USER and KCTL_PA
                      "keep them in a context (kctl context set NAME --url URL --user USER)")
 
 
+def _rebalancing(error: ClientError) -> bool:
+    """A 409 that clears by itself: the group is rebalancing (Kafka's wording, kctl's too)."""
+    return error.status == 409 and "rebalanc" in str(error)
+
+
 class Client:
     """`verify`: True (the system's CAs), a CA file, or False (--insecure); `auth`:
-    (user, password) sent as HTTP Basic credentials."""
+    (user, password) sent as HTTP Basic credentials; `retry_for`: seconds to keep retrying
+    a request the cluster refuses while it rebalances (409); `on_wait` hears the reason
+    once, so the user sees that it waits."""
 
     def __init__(self, url: str | None = None, timeout: float = 60.0, *,
-                 verify: bool | str = True, auth: tuple[str, str] | None = None):
+                 verify: bool | str = True, auth: tuple[str, str] | None = None,
+                 retry_for: float = 0.0, on_wait: Callable[[str], None] | None = None):
         self.url = (url or os.environ.get("KCTL_URL") or DEFAULT_URL).rstrip("/")
         if isinstance(verify, str):
             import ssl
@@ -40,6 +50,8 @@ class Client:
                 raise ClientError(f"cannot read the CA certificates in {verify}: {e}") from e
         self._http = httpx.Client(base_url=self.url, timeout=timeout, verify=verify,
                                   auth=auth)
+        self.retry_for = retry_for
+        self.on_wait = on_wait
 
     def _failed(self, e: httpx.HTTPError, path: str) -> ClientError:
         text = str(e)
@@ -59,6 +71,21 @@ class Client:
         return ClientError(f"request to {self.url}{path} failed: {e}")
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        deadline = time.monotonic() + self.retry_for
+        backoff, told = 0.2, False
+        while True:
+            try:
+                return self._request(method, path, **kwargs)
+            except ClientError as e:
+                if not _rebalancing(e) or time.monotonic() + backoff > deadline:
+                    raise
+                if not told and self.on_wait is not None:
+                    self.on_wait(str(e))
+                    told = True
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
             r = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as e:

@@ -87,6 +87,7 @@ class State:
     warned_insecure: bool = False
     debug: bool = False
     output: Output | None = None
+    timeout: float = 60.0
 
 
 state = State()
@@ -118,8 +119,13 @@ def _main(
     output: Output = typer.Option(None, "--output", "-o",
                                   help="table, json or yaml for every command"),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+    timeout: float = typer.Option(
+        60.0, "--timeout", min=0,
+        help="Seconds to keep retrying a request a cluster refuses while it rebalances "
+             "(409); 0 answers at once."),
 ) -> None:
     state.url = url
+    state.timeout = timeout
     state.context = context
     state.cacert = cacert
     state.insecure = insecure
@@ -159,7 +165,14 @@ def client() -> Client:
     password = os.environ.get("KCTL_PASSWORD") if os.environ.get("KCTL_USER") \
         else ctx.get("password")
     auth = (user, password or "") if user else None
-    return run(lambda: Client(worker_url(), verify=verify, auth=auth))
+    return run(lambda: Client(worker_url(), verify=verify, auth=auth, retry_for=state.timeout,
+                              on_wait=_waiting))
+
+
+def _waiting(reason: str) -> None:
+    err_console.print(Text.assemble(("waiting:", "yellow"), " ", reason,
+                                    f" (retrying for up to {state.timeout:.0f} s, --timeout)"),
+                      highlight=False, soft_wrap=True)
 
 
 def print_error(message: str) -> None:
@@ -298,7 +311,8 @@ def worker_start(
     config: str = typer.Argument(None, help="Worker config (YAML or .properties)."),
     connectors: list[str] = typer.Argument(None, help="Connector files to create at start."),
 ) -> None:
-    """Start a standalone worker in the foreground (embedded defaults without CONFIG)."""
+    """Start a worker in the foreground: standalone (embedded defaults without CONFIG), or a
+    member of a distributed cluster when CONFIG sets group.id."""
     from kctl.launch import run_worker  # heavy: only for this command
 
     raise typer.Exit(run_worker(config, list(connectors or []), console, err_console))

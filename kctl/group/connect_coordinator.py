@@ -106,6 +106,7 @@ class ConnectHandler:
                     config_offset=self.world.config_offset,
                     owned=EMPTY if PROTOCOL_VERSIONS[p] == 0 else owned,
                     protocol_version=PROTOCOL_VERSIONS[p],
+                    epoch=generation,
                 ),
             )
             for p in self.offers
@@ -211,7 +212,13 @@ def _read_work(r: Reader) -> ConnectorsAndTasks:
 
 def encode_metadata(meta: WorkerMetadata) -> bytes:
     """JoinGroup metadata: version, URL, config offset and (cooperative) the assignment the
-    worker runs now, itself encoded as an assignment."""
+    worker runs now, itself encoded as an assignment; then kctl's assignment epoch (int32).
+
+    The epoch trails Connect's fields, where Kafka Connect's readers (a Schema read that
+    stops after its last field) ignore it. It changes whenever the worker completed a
+    generation since its last join, so a coordinator that starts a generation only for
+    changed metadata (the test broker) rebalances on every rejoin, as Kafka's does when
+    the leader rejoins: lost work is reassigned when the scheduled delay expires."""
     w = Writer()
     w.i16(meta.protocol_version)
     w.string(meta.url)
@@ -223,6 +230,7 @@ def encode_metadata(meta: WorkerMetadata) -> bytes:
                 "", "", meta.config_offset, assigned=meta.owned,
                 version=meta.protocol_version))
         w.nullable_bytes(owned)
+    w.i32(meta.epoch)
     return w.getvalue()
 
 
@@ -238,8 +246,9 @@ def decode_metadata(data: bytes) -> WorkerMetadata:
         raw = r.nullable_bytes()
         if raw is not None:
             owned = decode_assignment(raw).assigned
+    epoch = r.i32() if len(r.data) - r.pos >= 4 else -1  # a Java worker sends none
     return WorkerMetadata(url=url, config_offset=offset, owned=owned,
-                          protocol_version=min(version, 2))
+                          protocol_version=min(version, 2), epoch=epoch)
 
 
 def encode_assignment(a: ConnectAssignment) -> bytes:

@@ -237,8 +237,13 @@ class Coordinator:
     join "together" (all at one instant) land in one generation.
     """
 
-    def __init__(self, group_id: str = "group", *, initial_rebalance_delay_ms: int = 0):
+    def __init__(self, group_id: str = "group", *, initial_rebalance_delay_ms: int = 0,
+                 unchanged_rejoin_rebalances: bool = True):
         self.group_id = group_id
+        # False models a coordinator (the test broker, Tansu) that answers a Stable
+        # group's member rejoining with unchanged metadata with the current generation
+        # instead of starting one (Kafka starts one at least when the leader rejoins).
+        self.unchanged_rejoin_rebalances = unchanged_rejoin_rebalances
         self.state = GroupState.EMPTY
         self.generation = 0
         self.protocol_type: str | None = None
@@ -378,6 +383,10 @@ class Coordinator:
                 self.leader = req.member_id
             reason = f"join {req.client_id}"
         else:
+            if (not self.unchanged_rejoin_rebalances and self.state is GroupState.STABLE
+                    and member.protocols == req.protocols):
+                member.last_seen_ms = now
+                return [CoordinatorReply("", self._current_generation(member))]
             member.protocols = req.protocols
             member.session_timeout_ms = req.session_timeout_ms
             member.rebalance_timeout_ms = req.rebalance_timeout_ms
@@ -390,6 +399,15 @@ class Coordinator:
         elif reason:
             self._add_trigger(reason)
         return replies
+
+    def _current_generation(self, member: _MemberInfo) -> JoinGroupResponse:
+        assert self.protocol is not None
+        listing = tuple(
+            JoinMember(m.member_id, m.client_id, m.metadata(self.protocol))
+            for m in self.members.values()
+        ) if member.member_id == self.leader else ()
+        return JoinGroupResponse(ErrorCode.NONE, member.member_id, self.generation,
+                                 self.protocol, self.leader or "", listing)
 
     def _known(self, member_id: str, now: int) -> _MemberInfo | None:
         member = self.members.get(member_id)
@@ -707,6 +725,12 @@ class GroupMember(Generic[W]):
     next_heartbeat_ms: int | None = None
     rejoin_at_ms: int | None = None
     rejoin_reason: str = ""
+    # After revoking, rejoin this much later instead of at once (Kafka: at once). A broker
+    # that answers a follower's SyncGroup by polling (the test broker: once a second)
+    # would otherwise see the revoking members rejoin before the other members have their
+    # assignment of this generation, and they miss the round: a join then takes three or
+    # four generations instead of two.
+    revocation_rejoin_delay_ms: int = 0
     _table: dict[tuple[MemberState, type], _MemberHandler] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -719,6 +743,8 @@ class GroupMember(Generic[W]):
         S = MemberState
         t = self._table
         t[(S.UNJOINED, Start)] = self._on_start
+        # a member the group refused (no protocol in common) tries again when asked
+        t[(S.UNJOINED, RequestRejoin)] = self._on_rejoin_unjoined
         for state in (S.JOINING, S.AWAITING_SYNC, S.STABLE):
             t[(state, Leave)] = self._on_leave
             t[(state, HeartbeatResponse)] = self._on_heartbeat_response
@@ -789,6 +815,10 @@ class GroupMember(Generic[W]):
     def _on_start(self, event: Start, now: int) -> list[Any]:
         self.state = MemberState.JOINING
         return [self._join_request("join")]
+
+    def _on_rejoin_unjoined(self, event: RequestRejoin, now: int) -> list[Any]:
+        self.state = MemberState.JOINING
+        return [self._join_request(event.reason or "join")]
 
     def _on_leave(self, event: Leave, now: int) -> list[Any]:
         actions: list[Any] = []
@@ -887,15 +917,22 @@ class GroupMember(Generic[W]):
         self.owned = outcome.owned
         self.last_completed_generation = self.generation
         self.state = MemberState.STABLE
-        if outcome.rejoin:
+        if outcome.rejoin and self.revocation_rejoin_delay_ms <= 0:
             return actions + self._rejoin(outcome.reason or "rejoin after revocation", now)
+        if outcome.rejoin:
+            due = now + self.revocation_rejoin_delay_ms
+            if self.rejoin_at_ms is None or due < self.rejoin_at_ms:
+                self.rejoin_at_ms = due
+                self.rejoin_reason = outcome.reason or "rejoin after revocation"
+            actions.append(ScheduleTimer(self.rejoin_at_ms, "rejoin"))
         self.next_heartbeat_ms = now + (self.heartbeat_interval_ms or DEFAULT_HEARTBEAT_INTERVAL_MS)
         actions.append(ScheduleTimer(self.next_heartbeat_ms, "heartbeat"))
         if outcome.rejoin_after_ms is not None:
             due = now + outcome.rejoin_after_ms
-            # A rejoin asked for during the sync stays due first.
-            self.rejoin_at_ms = due if self.rejoin_at_ms is None else min(self.rejoin_at_ms, due)
-            self.rejoin_reason = outcome.reason or "scheduled rebalance delay expired"
+            # A rejoin asked for during the sync (or after a revocation) stays due first.
+            if self.rejoin_at_ms is None or due < self.rejoin_at_ms:
+                self.rejoin_at_ms = due
+                self.rejoin_reason = outcome.reason or "scheduled rebalance delay expired"
             actions.append(ScheduleTimer(self.rejoin_at_ms, "rejoin"))
         return actions
 

@@ -253,14 +253,18 @@ class AbstractHerder(Herder, ConnectorListener):
     def connector_status(self, name: str) -> ConnectorStatus:
         config = self._require(name)
         conn = self.statuses.connector_state(name)
-        state, worker, trace = conn if conn else (State.UNASSIGNED, self.worker_id, None)
+        state, worker, trace = conn if conn else self._unplaced()
         n = len(self.configs.task_configs(name))
         tasks = []
         for i in range(n):
             ts = self.statuses.task_state(name, i)
-            s, w, t = ts if ts else (State.UNASSIGNED, self.worker_id, None)
+            s, w, t = ts if ts else self._unplaced()
             tasks.append(TaskStatus(name, i, s, w, t))
         return ConnectorStatus(name, state, worker, self._type(config), tuple(tasks), trace)
+
+    def _unplaced(self) -> tuple[State, str, str | None]:
+        """The status of what no worker has reported on yet (standalone: this worker's)."""
+        return State.UNASSIGNED, self.worker_id, None
 
     def task_configs(self, name: str) -> list[dict[str, str]]:
         definition = self._definition(self._require(name))

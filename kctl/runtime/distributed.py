@@ -38,10 +38,17 @@ from kctl.errors import (
     RequestTargetError,
 )
 from kctl.group.assignors.connect import EMPTY, ConnectAssignment, ConnectorsAndTasks
-from kctl.group.connect_coordinator import ConnectHandler
+from kctl.group.connect_coordinator import CONNECT_OFFERS, ConnectHandler
 from kctl.group.driver import GroupDriver, MemberAction
 from kctl.group.history import GenerationCompleted, GenerationRecord, record_key
-from kctl.group.protocol import GroupMember, MemberFailed, MemberState, StartWork, StopWork
+from kctl.group.protocol import (
+    ErrorCode,
+    GroupMember,
+    MemberFailed,
+    MemberState,
+    StartWork,
+    StopWork,
+)
 from kctl.runtime.abstract_herder import AbstractHerder
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.worker import Worker
@@ -68,7 +75,13 @@ __all__ = ["DistributedHerder", "DriverFactory", "TaskConfigSender"]
 
 SESSION_KEY_ALGORITHM = "HmacSHA256"  # KIP-507's default, what the leader's keys are for
 REQUEST_TIMEOUT_S = 90.0  # Kafka's REST request timeout
+QUEUED_WAIT_S = 0.8  # a request the herder cannot take up by then is answered 409
 RECONFIGURE_BACKOFF_S = 0.25
+# A worker that revoked work rejoins this much later, so the others' SyncGroup of the
+# revoking generation is answered first (the test broker answers a waiting one once a
+# second): the join then takes Kafka's two generations, not three or four
+REVOCATION_REJOIN_DELAY_MS = 1_200
+JOIN_BACKOFF_S, JOIN_BACKOFF_MAX_S = 0.5, 10.0  # a refused join is retried this often
 HISTORY_KEPT = 1000
 
 T = TypeVar("T")
@@ -94,6 +107,10 @@ class Reconfigure:
 
 
 HerderEvent = ConfigEvent | Reconfigure
+
+
+def _utc(ms: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
 
 
 @dataclass
@@ -149,6 +166,10 @@ class DistributedHerder(AbstractHerder):
         self._reconfigure: dict[str, float] = {}  # connector -> when to try (again)
         self._rejoin: str | None = None
         self._leader_url: str | None = None
+        self._lost_since: dict[str, tuple[str, int]] = {}  # lost work -> (worker, when)
+        self._cannot_join: str | None = None  # why the group refused this worker
+        self._join_backoff = 0.0
+        self._retry_join_at: float | None = None
         self.history: deque[GenerationRecord] = deque(maxlen=HISTORY_KEPT)
         self.member: GroupMember[ConnectorsAndTasks] | None = None
         self._handler: ConnectHandler | None = None
@@ -166,7 +187,8 @@ class DistributedHerder(AbstractHerder):
         self.member = GroupMember(self.worker_id, self._handler,
                                   session_timeout_ms=cfg.get_int("session.timeout.ms"),
                                   rebalance_timeout_ms=cfg.get_int("rebalance.timeout.ms"),
-                                  heartbeat_interval_ms=cfg.get_int("heartbeat.interval.ms"))
+                                  heartbeat_interval_ms=cfg.get_int("heartbeat.interval.ms"),
+                                  revocation_rejoin_delay_ms=REVOCATION_REJOIN_DELAY_MS)
         self._driver = self._driver_factory(self.member)
         self._driver.start()
         self._thread = threading.Thread(target=self._run, name="herder-tick", daemon=True)
@@ -210,11 +232,17 @@ class DistributedHerder(AbstractHerder):
 
     def _tick(self) -> None:
         self._apply_events()
+        if self._retry_join_at is not None and time.monotonic() >= self._retry_join_at:
+            self._retry_join_at = None
+            self._rejoin = "retrying to join"
         if self._rejoin is not None:
             reason, self._rejoin = self._rejoin, None
             self._d.request_rejoin(reason)
         busy = self._ready() and (not self._requests.empty() or self._due_reconfigurations())
-        for action in self._d.poll(0.0 if busy else 0.2):
+        wait = 0.0 if busy else 0.2
+        if self._retry_join_at is not None:
+            wait = min(wait, max(0.0, self._retry_join_at - time.monotonic()))
+        for action in self._d.poll(wait):
             self._on_action(action)
         self._apply_events()
         if self._ready():
@@ -238,17 +266,75 @@ class DistributedHerder(AbstractHerder):
             case GenerationCompleted(record=record):
                 self._generation_completed(record)
             case MemberFailed():
-                log.error("Group membership failed (%s); rejoining", action)
-                self._rejoin = "member failed"
+                self._join_failed(action)
+
+    def _join_failed(self, failure: MemberFailed) -> None:
+        """Try again with a growing backoff, and say once, in one line, why the worker
+        cannot join (the same reason is not logged again at every retry)."""
+        group = self.worker_config.get_str("group.id")
+        if failure.error is ErrorCode.INCONSISTENT_GROUP_PROTOCOL:
+            offers = ", ".join(CONNECT_OFFERS[self.protocol])
+            why = (f"cannot join group {group}: its members use a connect.protocol this "
+                   f"worker does not offer (connect.protocol={self.protocol} offers {offers}; "
+                   "a group takes a member only with a protocol every member supports, "
+                   "change connect.protocol one worker at a time)")
+        else:
+            why = f"cannot join group {group}: {failure.detail or failure.error.name}"
+        self._join_backoff = min(max(self._join_backoff * 2, JOIN_BACKOFF_S), JOIN_BACKOFF_MAX_S)
+        if why != self._cannot_join:
+            log.error("%s; retrying every %.0f s at most", why, JOIN_BACKOFF_MAX_S)
+        else:
+            log.debug("%s; retrying in %.1f s", why, self._join_backoff)
+        self._cannot_join = why
+        self._retry_join_at = time.monotonic() + self._join_backoff
 
     def _generation_completed(self, record: GenerationRecord) -> None:
+        if self._cannot_join is not None:
+            log.info("Joined group %s after retrying", self.worker_config.get_str("group.id"))
+        self._cannot_join, self._join_backoff = None, 0.0
         assignment = self._d.assignment
         self._leader_url = assignment.leader_url if assignment is not None else None
         self.statuses.put_generation(record_key(record.worker, record.generation),
                                      record.to_json())
         self.history.append(record)
+        if record.is_leader:
+            self._note_lost_work(record)
         log.info("Joined generation %d (leader %s): assigned %s, revoked %s", record.generation,
                  record.leader, record.assigned.to_json(), record.revoked.to_json())
+
+    def _note_lost_work(self, record: GenerationRecord) -> None:
+        """Work held back for `scheduled.rebalance.max.delay.ms` runs nowhere: its status
+        says so (UNASSIGNED, naming the lost worker, when it was lost and when the work is
+        reassigned) instead of what the dead worker last wrote."""
+        sets = record.sets or {}
+        waiting = (ConnectorsAndTasks.from_json(sets.get("lost", {}))
+                   - ConnectorsAndTasks.from_json(sets.get("lost_reassigned", {})))
+        keys = {*waiting.connectors, *map(str, waiting.tasks)}
+        self._lost_since = {k: v for k, v in self._lost_since.items() if k in keys}
+        if waiting.is_empty or record.delay_ms <= 0:
+            return
+        due = _utc(record.at_ms + record.delay_ms)
+        for name in sorted(waiting.connectors):
+            if self.configs.contains(name):
+                entry = self.statuses.connector_state(name)
+                worker, trace = self._lost_note(name, entry, record.at_ms, due)
+                self.statuses.put_connector_state(name, State.UNASSIGNED, worker, trace)
+        for tid in sorted(waiting.tasks):
+            if self.configs.contains(tid.connector):
+                entry = self.statuses.task_state(tid.connector, tid.task)
+                worker, trace = self._lost_note(str(tid), entry, record.at_ms, due)
+                self.statuses.put_task_state(tid.connector, tid.task, State.UNASSIGNED,
+                                             worker, trace)
+
+    def _lost_note(self, key: str, entry: Any, at_ms: int, due: str) -> tuple[str, str]:
+        if key not in self._lost_since:
+            worker = entry.worker_id if entry is not None and entry.worker_id else "unknown"
+            self._lost_since[key] = (worker, at_ms)
+        worker, since = self._lost_since[key]
+        return worker, (f"Worker {worker} left the group (stopped, or its session expired); "
+                        f"lost at {_utc(since)}, this runs nowhere until it is reassigned at "
+                        f"{due} (scheduled.rebalance.max.delay.ms, unless {worker} rejoins "
+                        "first)")
 
     # -- requests from REST threads ----------------------------------------------------------
     def _serially(self, fn: Callable[[], T]) -> T:
@@ -263,16 +349,30 @@ class DistributedHerder(AbstractHerder):
         if self._driver is not None:
             self._driver.wakeup()
         try:
-            result: T = request.future.result(self._request_timeout_s)
-            return result
+            return request.future.result(QUEUED_WAIT_S)
         except FutureTimeout:
-            if not request.future.cancel():  # it has just started: its answer is due
-                late: T = request.future.result()
-                return late
-            # cancelled: a request answered 409 must not run once the group settles
-            raise ConflictError("Request timed out: the worker group did not settle within "
-                                f"{self._request_timeout_s:g} s (a rebalance is in progress)"
-                                ) from None
+            if request.future.cancel():  # not started: say why now rather than hang
+                raise ConflictError(self._busy_reason()) from None
+        try:
+            return request.future.result(self._request_timeout_s)
+        except FutureTimeout:
+            raise ConflictError("Request timed out: the worker did not finish it within "
+                                f"{self._request_timeout_s:g} s") from None
+
+    def _busy_reason(self) -> str:
+        """Why a request waited: Kafka's 409 wording, then what the group is doing."""
+        m = self.member
+        if self._cannot_join is not None:
+            why = f"this worker {self._cannot_join}"
+        elif m is None or self._driver is None or self._driver.assignment is None:
+            why = "this worker has not joined its group yet"
+        elif m.state is not MemberState.STABLE:
+            why = (f"the worker group is rebalancing (this worker is {m.state.value} after "
+                   f"generation {m.last_completed_generation})")
+        else:
+            why = "this worker is busy starting or stopping connectors and tasks"
+        return ("Cannot complete request because of a conflicting operation (e.g. worker "
+                f"rebalance): {why}; retry shortly")
 
     def _run_requests(self) -> None:
         while True:
@@ -295,6 +395,15 @@ class DistributedHerder(AbstractHerder):
                 return
             if request.future.set_running_or_notify_cancel():
                 request.future.set_exception(error)
+
+    @property
+    def sessioned(self) -> bool:
+        """Internal requests are signed when the group agreed on `sessioned` (KIP-507), not
+        merely when this worker offers it: during a rolling upgrade the group runs the
+        protocol every member supports."""
+        m = self.member
+        negotiated = m.protocol if m is not None and m.protocol else self.protocol
+        return negotiated == "sessioned"
 
     @property
     def is_leader(self) -> bool:
@@ -545,6 +654,11 @@ class DistributedHerder(AbstractHerder):
                                                     now_ms))
 
     # -- statuses: only for connectors that still exist -----------------------------------
+    def _unplaced(self) -> tuple[State, str, str | None]:
+        # not this worker's: whichever worker was asked would name itself
+        return (State.UNASSIGNED, "", "Not assigned to a worker yet: the group places it in "
+                "its next rebalance")
+
     def on_connector_state(self, name: str, state: State, trace: str | None = None) -> None:
         if self.configs.contains(name) or state is State.FAILED:
             super().on_connector_state(name, state, trace)
@@ -683,6 +797,8 @@ class DistributedHerder(AbstractHerder):
     def healthy(self) -> tuple[bool, str]:
         if self.worker is None or self._stopped:
             return False, "Worker is starting or stopping"
+        if self._cannot_join is not None:
+            return False, f"Worker {self._cannot_join}"
         if self._driver is None or self._driver.assignment is None:
             return False, "Worker has not yet joined its group"
         return True, "Worker has completed startup and is ready to handle requests."

@@ -526,9 +526,10 @@ class Worker:
                   task_config: dict[str, str], target: TargetState, parsed: Mapping[str, Any],
                   common: dict[str, Any], *, has_reporters: bool) -> WorkerTask:
         if issubclass(task_cls, SinkTask):
+            # a sink never creates its input topics (Kafka Connect's don't): its consumer
+            # group takes their partitions when they appear, as the source that writes
+            # them created them (with the partitions it asked for)
             topics = list(parsed[TOPICS_CONFIG])
-            for t in topics:
-                self.ensure_topic(t)
             settings = self.consumer_settings(connector_config)
             max_poll_records = self._max_poll_records(connector_config, parsed, settings)
             wt: WorkerTask = WorkerSinkTask(

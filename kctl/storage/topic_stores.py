@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
@@ -41,8 +42,10 @@ CONFIG_TOPIC = ("config.storage.topic", 1)
 OFFSET_TOPIC = ("offset.storage.topic", 25)
 STATUS_TOPIC = ("status.storage.topic", 5)
 DEFAULT_REPLICATION_FACTOR = 3
+# kctl's record of the worker group that owns the config topic (Java workers ignore it)
+GROUP_KEY = "kctl-group"
 CONFIG_PREFIXES = ("connector-", "task-", "commit-", "target-state-", "session-key",
-                   "restart-connector-")
+                   "restart-connector-", GROUP_KEY)
 
 
 def storage_topic(worker_config: Mapping[str, Any], which: tuple[str, int]) -> LogTopic:
@@ -106,6 +109,7 @@ class KafkaConfigBackingStore(ConfigBackingStore):
         self.timeout = timeout
         self._log = TopicBackedLog(transport, self.topic, self._on_record)
         self._foreign: list[str] = []
+        self.owner: dict[str, Any] | None = None  # the first group that claimed the topic
 
     def start(self) -> None:
         self._log.start(self.timeout)
@@ -132,9 +136,30 @@ class KafkaConfigBackingStore(ConfigBackingStore):
                       "JSON object", self.topic.name, key, record.offset)
             return
         with self._lock:
+            if key == GROUP_KEY and value is not None and self.owner is None:
+                self.owner = value
             events = self._state.apply(key, value)
             self._state.offset = record.offset + 1
         self._fire(events)
+
+    def claim(self, group_id: str, worker: str, now_ms: int) -> None:
+        """Record which worker group owns this config topic, or refuse a worker of another
+        group: two groups on one config topic would each run every connector (Kafka
+        shares this weakness; an exactly-once sink then holds every line twice)."""
+        if self.owner is None:
+            self._write([(GROUP_KEY, {"group.id": group_id, "worker": worker,
+                                      "timestamp": now_ms})])
+        owner = self.owner or {}
+        if owner.get("group.id") != group_id:
+            when = time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                 time.gmtime(int(owner.get("timestamp", 0)) / 1000))
+            raise ConfigError(
+                f"topic {self.topic.name} (config.storage.topic) belongs to worker group "
+                f"{owner.get('group.id')!r} (claimed by worker {owner.get('worker')} at "
+                f"{when}), not to this worker's group.id {group_id!r}: workers of two groups "
+                "on the same topics would each run every connector. Give this group its own "
+                "config, offset and status topics, or join group "
+                f"{owner.get('group.id')!r}", key="group.id")
 
     def _persist(self, records: Sequence[ConfigRecord]) -> None:
         futures: list[Future[None]] = []

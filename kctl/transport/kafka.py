@@ -65,6 +65,10 @@ PRODUCER_DEFAULTS = {
     # Java clients hash keys with murmur2; librdkafka's default (crc32) would send the same
     # key to another partition than a Kafka Connect worker or the embedded log does
     "partitioner": "murmur2_random",
+    # keyless records: a random partition each, not one partition per 10 ms (librdkafka's
+    # sticky default sent a whole source batch to one partition, so one sink task of
+    # three read almost everything)
+    "sticky.partitioning.linger.ms": 0,
 }
 CONSUMER_DEFAULTS = {
     "enable.auto.commit": False,

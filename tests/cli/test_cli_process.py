@@ -272,3 +272,21 @@ def test_worker_start_on_a_port_in_use_names_the_listener_and_makes_no_state(tmp
         err = assert_refused_before_any_state(kctl("worker", "start", str(cfg)), state)
     assert err.strip() == (f"error: {cfg}: listeners: cannot listen on 127.0.0.1:{port}: "
                            "Address already in use")
+
+
+def test_worker_start_help_names_both_modes():
+    r = kctl("worker", "start", "--help", env={**os.environ, "COLUMNS": "200"})
+    assert r.returncode == 0
+    assert "standalone" in r.stdout and "distributed" in r.stdout and "group.id" in r.stdout
+
+
+def test_worker_start_for_a_kafka_cluster_nobody_reaches_exits_unreachable(tmp_path):
+    """Not 2 (usage): the config was fine, the cluster is down or elsewhere."""
+    cfg = tmp_path / "worker.yaml"
+    cfg.write_text(f"bootstrap.servers: 127.0.0.1:{free_port()}\ngroup.id: nobody\n"
+                   "config.storage.topic: n-configs\noffset.storage.topic: n-offsets\n"
+                   "status.storage.topic: n-status\n"
+                   f"listeners: http://127.0.0.1:{free_port()}\nstate.dir: {tmp_path / 's'}\n")
+    r = kctl("worker", "start", str(cfg))
+    assert r.returncode == ExitStatus.UNREACHABLE, r.stdout + r.stderr
+    assert "cannot reach the Kafka cluster" in r.stderr and "Traceback" not in r.stderr

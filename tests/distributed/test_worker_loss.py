@@ -3,13 +3,10 @@ pipeline runs.
 
 Story: its tasks stay unassigned while `scheduled.rebalance.max.delay.ms` gives it a chance
 to come back (the leader's record of that generation names them as lost and hands them to
-nobody); after the delay a replacement worker joins, the group rebalances and the lost
-tasks run again; the exactly-once FileSink's output holds every one of the 20k lines
-exactly once.
-
-(On Kafka the leader's own rejoin when the delay expires rebalances the group; the test
-broker only starts a generation for a new member or changed metadata, hence the
-replacement worker: see tests/transport/test_kafka_group.py.)
+nobody, and `connector status` shows them UNASSIGNED with a note naming the dead worker and
+when they will be reassigned); when the delay expires the leader rejoins, the group
+rebalances with no other worker joining and the lost tasks run on the two survivors; the
+exactly-once FileSink's output holds every one of the 20k lines exactly once.
 """
 
 from __future__ import annotations
@@ -34,6 +31,7 @@ LINES = 20_000
 # is connect-<name> (a killed worker's member lingers there until it expires)
 SRC, SINK = "loss-src", "loss-sink"
 DELAY_MS = 12_000
+SESSION_S = 6
 
 
 def write_lines(path: Path, start: int, count: int) -> None:
@@ -56,7 +54,8 @@ def work_on(cluster: Cluster, worker_id: str, names: tuple[str, ...]) -> Connect
     return union_all(owned)
 
 
-def test_a_killed_workers_tasks_wait_for_the_delay_then_run_elsewhere(kafka_broker, tmp_path):
+def test_a_killed_workers_tasks_wait_for_the_delay_then_run_on_the_survivors(kafka_broker,
+                                                                           tmp_path):
     cluster = Cluster(tmp_path, kafka_broker.bootstrap, **{
         "scheduled.rebalance.max.delay.ms": DELAY_MS, "topic.creation.default.partitions": 3})
     try:
@@ -103,18 +102,30 @@ def test_a_killed_workers_tasks_wait_for_the_delay_then_run_elsewhere(kafka_brok
         held = union_all(ConnectorsAndTasks.from_json(g["owned"]) for g in cluster.generations()
                          if g["generation"] == record["generation"])
         assert (held & lost) == EMPTY, "lost work stays unassigned during the delay"
-        while time.time() * 1000 < record["at_ms"] + record["delay_ms"]:
-            # (the status topic still says what the dead worker last wrote)
-            assert all(cluster.placement(t.connector).get(str(t)) in (None, victim.worker_id)
-                       for t in lost.tasks)
+        def lost_tasks_status() -> list[dict]:
+            return [t for t in cluster.status(SINK)["tasks"] if f"{SINK}-{t['id']}" in
+                    {str(t) for t in lost.tasks}]
+
+        # while the delay runs, status says the tasks run nowhere, and why
+        wait_until(lambda: all(t["state"] == "UNASSIGNED" for t in lost_tasks_status()),
+                   timeout=30, interval=0.2, message="the lost tasks shown UNASSIGNED",
+                   on_timeout=cluster.logs)
+        for t in lost_tasks_status():
+            assert t["worker_id"] == victim.worker_id
+            assert f"Worker {victim.worker_id} left the group" in t["trace"]
+            assert "reassigned at" in t["trace"]
+        while time.time() * 1000 < record["at_ms"] + record["delay_ms"] - 1000:
+            assert all(t["state"] == "UNASSIGNED" for t in lost_tasks_status())
             time.sleep(0.5)
 
-        w4 = cluster.add()
+        # no replacement: the survivors take the lost tasks when the delay expires
+        survivors = {w1.worker_id, w2.worker_id, w3.worker_id} - {victim.worker_id}
         wait_until(lambda: all(
-            cluster.placement(t.connector).get(str(t)) in {w1.worker_id, w2.worker_id,
-                                                           w3.worker_id, w4.worker_id}
-            - {victim.worker_id} for t in lost.tasks), timeout=120, interval=0.5,
-            message="the lost tasks run again", on_timeout=cluster.logs)
+            cluster.placement(t.connector).get(str(t)) in survivors for t in lost.tasks),
+            timeout=SESSION_S + 20, interval=0.5, message="the lost tasks run again",
+            on_timeout=cluster.logs)
+        moved_at = max(g["generation"] for g in cluster.generations())
+        assert moved_at - record["generation"] <= 2, "reassigned within two rounds"
 
         # every line exactly once
         want = collections.Counter(json.dumps(f"line {i}") for i in range(LINES))

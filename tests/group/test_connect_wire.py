@@ -43,12 +43,24 @@ def test_assignment_round_trips(assigned, revoked, version, delay, offset, leade
     assert decode_assignment(encode_assignment(a)) == a
 
 
-@given(work, versions, st.integers(-1, 2**40))
-def test_metadata_round_trips(owned, version, offset):
+@given(work, versions, st.integers(-1, 2**40), st.integers(-1, 2**31 - 1))
+def test_metadata_round_trips(owned, version, offset, epoch):
     meta = WorkerMetadata(url="http://w1:8083", config_offset=offset,
                           owned=owned if version else ConnectorsAndTasks(),
-                          protocol_version=version)
+                          protocol_version=version, epoch=epoch)
     assert decode_metadata(encode_metadata(meta)) == meta
+
+
+@given(work, versions, st.integers(0, 2**31 - 1))
+def test_the_epoch_trails_connects_fields_so_java_workers_read_past_it(owned, version, epoch):
+    """Kafka Connect reads its fields and ignores what follows; kctl reads a Java worker's
+    metadata (no epoch) as epoch -1."""
+    meta = WorkerMetadata("http://w1:8083", 7, owned if version else ConnectorsAndTasks(),
+                          protocol_version=version, epoch=epoch)
+    raw = encode_metadata(meta)
+    assert raw[-4:] == struct.pack(">i", epoch)
+    assert decode_metadata(raw[:-4]) == WorkerMetadata(
+        meta.url, 7, meta.owned, protocol_version=version, epoch=-1)
 
 
 def test_eager_assignment_is_connect_protocol_v0_byte_for_byte():

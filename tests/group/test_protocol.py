@@ -25,6 +25,7 @@ from kctl.group.protocol import (
     JoinMember,
     Leave,
     LeaveGroup,
+    MemberFailed,
     MemberState,
     RequestRejoin,
     Send,
@@ -370,13 +371,25 @@ def test_leaving_stops_the_work_and_says_goodbye():
     assert m.state is MemberState.UNJOINED
 
 
+def test_a_member_the_group_refused_joins_again_when_asked():
+    """INCONSISTENT_GROUP_PROTOCOL leaves the member out of the group; the application
+    retries later (with a backoff) by asking it to rejoin, as it would a stable member."""
+    m = member("w1", eager=False)
+    m.handle(Start(), 0)
+    m.handle(JoinGroupResponse(ErrorCode.MEMBER_ID_REQUIRED, "w1-x"), 0)
+    failed = m.handle(JoinGroupResponse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "w1-x"), 0)
+    assert [type(a) for a in failed] == [MemberFailed] and m.state is MemberState.UNJOINED
+    again = sends(m.handle(RequestRejoin("retrying to join"), 500))
+    assert [(j.member_id, j.reason) for j in again] == [("w1-x", "retrying to join")]
+    assert m.state is MemberState.JOINING
+
+
 @pytest.mark.parametrize(
     ("state_setup", "event"),
     [
         ("unjoined", SyncGroupResponse(ErrorCode.NONE)),
         ("unjoined", JoinGroupResponse(ErrorCode.NONE, "x")),
         ("unjoined", HeartbeatDue()),
-        ("unjoined", RequestRejoin("r")),
         ("joining", SyncGroupResponse(ErrorCode.NONE)),
         ("joining", Start()),
         ("stable", JoinGroupResponse(ErrorCode.NONE, "x")),
@@ -395,3 +408,21 @@ def test_unexpected_events_are_protocol_errors_naming_state_and_event(state_setu
         m.handle(event, 0)
     assert state.value in str(info.value) and type(event).__name__ in str(info.value)
     assert m.state is state  # nothing moved
+
+
+def test_a_member_can_rejoin_a_while_after_revoking_and_heartbeats_meanwhile():
+    """revocation_rejoin_delay_ms: the other members' SyncGroup is answered before the
+    revoking member starts the next generation (a broker that answers it by polling
+    would otherwise cut them out of the round)."""
+    m = GroupMember(client_id="w1", handler=ListHandler(("a", "b", "c", "d"), eager=False),
+                    heartbeat_interval_ms=500, revocation_rejoin_delay_ms=1_200)
+    bring_up(m)
+    m.handle(RequestRejoin("config changed"), 10)
+    m.handle(JoinGroupResponse(ErrorCode.NONE, "w1", 2, "toy", "other"), 10)
+    actions = m.handle(SyncGroupResponse(ErrorCode.NONE, frozenset({"a"}), 2), 10)
+    assert [a.work for a in actions if isinstance(a, StopWork)] == [frozenset({"b"})]
+    assert sends(actions) == [] and m.state is MemberState.STABLE
+    assert sends(m.poll(510)) == [Heartbeat("w1", 2)]  # still a member of generation 2
+    assert sends(m.poll(1_009)) == []
+    again = sends(m.poll(1_210))
+    assert [(type(r), r.reason) for r in again] == [(JoinGroup, "rejoin after revocation")]

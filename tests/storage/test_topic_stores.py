@@ -202,3 +202,32 @@ def test_the_config_topic_has_one_partition(transports, settings):
         KafkaConfigBackingStore(ta, {**settings, "config.storage.partitions": 3})
     with pytest.raises(ConfigError, match=r"status\.storage\.topic is required"):
         KafkaStatusBackingStore(ta, {})
+
+
+def test_the_config_topic_belongs_to_the_first_group_and_refuses_another(transports, settings):
+    """A worker of another group.id on the same topics would run every connector a second
+    time: the first group to start records itself as the topic's owner, its own workers
+    are welcome later, and a worker of another group is refused with the reason."""
+    ta, tb = transports
+    first = KafkaConfigBackingStore(ta, settings)
+    first.start()
+    first.claim("cluster-a", "10.0.0.1:8083", 1_700_000_000_000)
+    first.put_connector_config("orders", {"connector.class": "FileSink"})
+    first.stop()
+
+    same = KafkaConfigBackingStore(tb, settings)
+    same.start()
+    same.claim("cluster-a", "10.0.0.2:8083", 1_700_000_100_000)  # a worker of the group
+    assert same.connector_names() == ["orders"]
+    same.stop()
+
+    other = KafkaConfigBackingStore(tb, settings)
+    other.start()
+    with pytest.raises(ConfigError) as refused:
+        other.claim("cluster-b", "10.0.0.3:8083", 1_700_000_200_000)
+    message = str(refused.value)
+    assert f"topic {settings['config.storage.topic']}" in message
+    assert "'cluster-a'" in message and "'cluster-b'" in message and "10.0.0.1:8083" in message
+    other.stop()
+    assert raw_records(tb, settings["config.storage.topic"])["kctl-group"]["group.id"] == \
+        "cluster-a"

@@ -176,6 +176,10 @@ class WorkerMetadata:
     config_offset: int = 0
     owned: ConnectorsAndTasks = EMPTY  # what it runs now (cooperative protocols)
     protocol_version: int = 2  # 0 eager ("default"), 1 compatible, 2 sessioned
+    # The last generation the worker completed (kctl's assignment epoch, -1 before the
+    # first). A rejoin after a completed generation therefore always differs from the join
+    # that made it, so every coordinator starts a generation for it, not only Kafka's.
+    epoch: int = -1
 
 
 @dataclass(frozen=True)

@@ -77,10 +77,6 @@ SESSION_KEY_ALGORITHM = "HmacSHA256"  # KIP-507's default, what the leader's key
 REQUEST_TIMEOUT_S = 90.0  # Kafka's REST request timeout
 QUEUED_WAIT_S = 0.8  # a request the herder cannot take up by then is answered 409
 RECONFIGURE_BACKOFF_S = 0.25
-# A worker that revoked work rejoins this much later, so the others' SyncGroup of the
-# revoking generation is answered first (the test broker answers a waiting one once a
-# second): the join then takes Kafka's two generations, not three or four
-REVOCATION_REJOIN_DELAY_MS = 1_200
 JOIN_BACKOFF_S, JOIN_BACKOFF_MAX_S = 0.5, 10.0  # a refused join is retried this often
 HISTORY_KEPT = 1000
 
@@ -187,8 +183,7 @@ class DistributedHerder(AbstractHerder):
         self.member = GroupMember(self.worker_id, self._handler,
                                   session_timeout_ms=cfg.get_int("session.timeout.ms"),
                                   rebalance_timeout_ms=cfg.get_int("rebalance.timeout.ms"),
-                                  heartbeat_interval_ms=cfg.get_int("heartbeat.interval.ms"),
-                                  revocation_rejoin_delay_ms=REVOCATION_REJOIN_DELAY_MS)
+                                  heartbeat_interval_ms=cfg.get_int("heartbeat.interval.ms"))
         self._driver = self._driver_factory(self.member)
         self._driver.start()
         self._thread = threading.Thread(target=self._run, name="herder-tick", daemon=True)

@@ -323,7 +323,7 @@ def test_a_request_made_while_the_group_rebalances_is_answered_409_and_never_run
     w1.create_connector(first, sharded(1))  # the leader rejoins to assign it
     wait_until(lambda: c.group.coordinator.state.value == "PreparingRebalance")
     second = unique("second")
-    with pytest.raises(ConflictError, match="rebalance is in progress"):
+    with pytest.raises(ConflictError, match="worker group is rebalancing"):
         w1.create_connector(second, sharded(1))
 
     c.group.stall(c.drivers["w2"], False)

@@ -45,7 +45,12 @@ from kctl.errors import (
 )
 from kctl.group.assignors.connect import EMPTY, ConnectorsAndTasks
 from kctl.group.connect_coordinator import ConnectHandler
-from kctl.group.history import GenerationCompleted, GenerationRecord, record_key
+from kctl.group.history import (
+    GenerationCompleted,
+    GenerationRecord,
+    departure_key,
+    record_key,
+)
 from kctl.group.protocol import GroupMember, MemberFailed, MemberState, StartWork, StopWork
 from kctl.runtime.abstract_herder import AbstractHerder
 from kctl.runtime.plugins import Plugins
@@ -161,6 +166,7 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
         try:
             for action in self._driver.leave("worker shutting down"):
                 self._on_action(action)
+            self._record_departure()
         except Exception as e:
             log.warning("Leaving the group failed: %s", e)
         finally:
@@ -210,6 +216,13 @@ class DistributedHerder(AbstractHerder, ConfigUpdateListener):
         self.history.append(record)
         log.info("Joined generation %d (leader %s): assigned %s, revoked %s", record.generation,
                  record.leader, record.assigned.to_json(), record.revoked.to_json())
+
+    def _record_departure(self) -> None:
+        """`rebalance history` tells a clean leave from a lost session by this note."""
+        last = self.history[-1].generation if self.history else -1
+        self.statuses.put_generation(departure_key(self.worker_id), {
+            "worker": self.worker_id, "at_ms": int(self._clock() * 1000),
+            "generation": last, "reason": "worker shutting down"})
 
     # -- requests from REST threads ----------------------------------------------------------
     def _call(self, fn: Callable[[], Any]) -> Any:

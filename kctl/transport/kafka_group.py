@@ -147,6 +147,7 @@ class BrokerGroupDriver:
         # what the next GenerationRecord tells: why we joined, who the leader saw, and
         # what was stopped since the last completed generation
         self._join_reason = ""
+        self._join_started_ms = 0
         self._members: tuple[str, ...] = ()
         self._stopped: Any = member.handler.empty()
         self._started: Any = member.handler.empty()
@@ -294,6 +295,7 @@ class BrokerGroupDriver:
                     # the first reason since the last generation is its cause; later
                     # rejoins of the same rebalance give none
                     self._join_reason = action.request.reason
+                    self._join_started_ms = self._join_started_ms or int(self._wall_clock() * 1000)
                 if self._holding:
                     self._held.append(action.request)
                 else:
@@ -385,7 +387,9 @@ class BrokerGroupDriver:
                 rebalance_timeout_ms=request.rebalance_timeout_ms,
                 member_id=request.member_id, group_instance_id=None,
                 protocol_type=request.protocol_type, protocols=protocols,
-                reason=request.reason or None, max_version=7), timeout
+                # KIP-800: version 8 carries the reason to the broker's log (older brokers
+                # negotiate a lower version and drop it)
+                reason=(request.reason or None) and request.reason[:255], max_version=8), timeout
         if isinstance(request, SyncGroup):
             assert m.protocol is not None
             assignments = [(member, self.codec.encode_assignment(m.protocol, a))
@@ -447,15 +451,19 @@ class BrokerGroupDriver:
         reports = getattr(m.handler, "reports", {})
         if m.is_leader and m.generation in reports:
             sets, delay = reports[m.generation]
+        inputs = getattr(m.handler, "inputs", {}).get(m.generation) if m.is_leader else None
         record = GenerationRecord(
             worker=m.client_id, member_id=m.member_id, generation=m.generation,
             at_ms=int(self._wall_clock() * 1000),
             trigger=self._join_reason or "rebalance started by the group",
             protocol=m.protocol or "", leader=m.leader, owned=m.owned,
             assigned=self._started, revoked=self._stopped, delay_ms=delay,
-            members=self._members if m.is_leader else (), sets=sets)
+            members=self._members if m.is_leader else (), sets=sets,
+            inputs=inputs.to_json() if inputs is not None else {},
+            url=str(getattr(m.handler, "url", "") or ""), started_ms=self._join_started_ms)
         self._stopped = self._started = m.handler.empty()
         self._join_reason = ""
+        self._join_started_ms = 0
         return record
 
     def _retry(self, entry: _InFlight) -> None:

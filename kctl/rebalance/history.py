@@ -299,13 +299,16 @@ def round_of(doc: Doc, generation: int) -> dict[str, Any]:
     return filter_rounds(doc, generation=generation)["rounds"][0]
 
 
-_SINCE = re.compile(r"^(?P<n>\d+)\s*(?P<unit>ms|s|m|h|d)$")
+_SINCE = re.compile(r"^(?P<n>\d+) ?(?P<unit>ms|s|m|h|d)$")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
 def parse_since(text: str, now_ms: int) -> int:
-    """`--since`: a duration back from now (90s, 15m, 2h, 1d) or an ISO-8601 time."""
+    """`--since`: a duration back from now (90s, 15m, 2h, 1d), an ISO-8601 time, or epoch
+    milliseconds."""
     text = text.strip()
+    if text.isdigit():
+        return int(text)  # epoch milliseconds
     match = _SINCE.match(text)
     if match:
         return now_ms - int(match["n"]) * _UNIT_MS[match["unit"]]

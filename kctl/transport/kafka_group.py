@@ -440,9 +440,18 @@ class BrokerGroupDriver:
             if response is None:
                 continue
             completed = self.member.last_completed_generation
-            self._act(self.member.handle(response, self._now()))
-            if self.member.last_completed_generation != completed:
-                self._work.append(GenerationCompleted(self._record()))
+            actions = self.member.handle(response, self._now())
+            if self.member.last_completed_generation == completed:
+                self._act(actions)
+                continue
+            # a JoinGroup among the answer's actions starts the next rebalance: its reason
+            # belongs to that generation's record, not to the one just completed
+            cut = next((i for i, a in enumerate(actions)
+                        if isinstance(a, Send) and isinstance(a.request, JoinGroup)),
+                       len(actions))
+            self._act(actions[:cut])
+            self._work.append(GenerationCompleted(self._record()))
+            self._act(actions[cut:])
 
     def _record(self) -> GenerationRecord:
         m = self.member

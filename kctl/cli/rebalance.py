@@ -43,6 +43,7 @@ def _group() -> None:
 
 @app.command()
 def explain(
+    ctx: typer.Context,
     scenario: Annotated[
         Path | None,
         typer.Option("--scenario", "-s", help="Scenario YAML (see docs/rebalance.md)."),
@@ -111,6 +112,9 @@ def explain(
     if replay and generation is None:
         _fail("error: --replay needs --generation N (the live round to replay)")
     if generation is not None:
+        from kctl.cli.group import remember_root
+
+        remember_root(ctx)
         _explain_live(generation, replay=replay, output=output, width=width, html=html,
                       trace=trace)
         return
@@ -217,9 +221,10 @@ def _write_html(path: Path, docs: list[Any], title: str) -> None:
 
 def _get(path: str, params: dict[str, Any] | None = None) -> Any:
     """GET from the worker named by --url / KCTL_URL / the context (kctl's main options)."""
-    from kctl.cli.main import client, run
+    from kctl.cli.group import worker_client
+    from kctl.cli.main import run
 
-    return run(lambda: client().get(path, params=params or {}))
+    return run(lambda: worker_client().get(path, params=params or {}))
 
 
 def _explain_live(generation: int, *, replay: bool, output: Output, width: int | None,
@@ -280,6 +285,7 @@ def _since(text: str | None) -> str | None:
 
 @app.command()
 def history(
+    ctx: typer.Context,
     last: Annotated[int | None, typer.Option("--last", "-n", help="Only the last N rounds.")]
     = None,
     connector: Annotated[
@@ -301,8 +307,10 @@ def history(
 ) -> None:
     """The live cluster's recent rebalances, merged from every worker's records: why each
     happened, who led, what moved (the document `explain -o json` writes)."""
+    from kctl.cli.group import remember_root
     from kctl.rebalance import explain as ex
 
+    remember_root(ctx)
     if last is not None and last < 0:
         _fail("error: --last must be 0 or more")
     params = {k: v for k, v in (("last", last), ("connector", connector),

@@ -282,7 +282,7 @@ h1{font-size:18px;margin:0 0 4px} h2{font-size:15px;margin:14px 0 4px}
 svg.timeline{max-width:100%;height:auto;display:block}
 .lane-bg{fill:#f6f7f9;stroke:#dde} .lost .lane-bg{fill:#fff3f7}
 .lane-label{font-weight:600;font-size:12px} .lane-sub,.row-label{font-size:8px;fill:#667}
-.row-label{pointer-events:none;fill:#fff;font-size:7px}
+.row-label{pointer-events:none;fill:#334;font-size:7px;opacity:.8}
 .bar{opacity:.9} .bar.dim{opacity:.12} .bar.hot{stroke:#000;stroke-width:1}
 .lost-bar{fill-opacity:.35;stroke:#c2185b;stroke-dasharray:3 2}
 .band{fill:#e8eaf6} .band.stop{fill:#ffcdd2} .band-label{font-size:10px;fill:#455}

@@ -26,7 +26,7 @@ from support.waiting import wait_until
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
-GEN = "insight-gen"
+GEN, SINK = "insight-gen", "insight-sink"
 
 
 def history(worker, *args: str) -> dict:
@@ -116,6 +116,32 @@ def test_a_user_finds_out_why_tasks_moved(kafka_broker, tmp_path: Path):
         assert set(group["broker_members"]) == {m["member_id"] for m in group["members"]}
         table = w2.kctl("group", "describe").stdout
         assert w1.worker_id in table and "sources:" in table
+
+        # a sink connector's consumer group: its tasks, committed offsets and lag
+        sink = tmp_path / "insight-sink.yaml"
+        sink.write_text(yaml.safe_dump({"name": SINK, "config": {
+            "connector.class": "support.connectors.CollectingSinkConnector",
+            "topics": "insight-seq", "tasks.max": 2}}))
+        w2.kctl("connector", "create", str(sink))
+        wait_until(lambda: cluster.running(SINK, 2), timeout=90, message="sink running",
+                   on_timeout=cluster.logs)
+        groups = json.loads(w1.kctl("group", "describe", f"connect-{SINK}", "-o", "json").stdout)
+        assert groups["kind"] == "sink" and groups["connector"] == SINK
+        assert sorted(m["task"] for m in groups["members"]) == [f"{SINK}-0", f"{SINK}-1"]
+
+        def committed() -> dict:
+            doc = json.loads(w1.kctl("group", "describe", f"connect-{SINK}", "-o",
+                                     "json").stdout)
+            return doc if doc["partitions"] and all(
+                p["committed"] for p in doc["partitions"]) else {}
+
+        described = wait_until(committed, timeout=60, message="the sink committed offsets")
+        for p in described["partitions"]:
+            assert p["topic"] == "insight-seq" and p["lag"] == p["end"] - p["committed"]
+        assert described["lag"] == sum(p["lag"] for p in described["partitions"])
+        assert set(described["sources"]) == {"members", "committed", "end"}
+        table = w2.kctl("group", "describe", f"connect-{SINK}").stdout
+        assert "insight-seq" in table and "LAG" in table
 
         # the picture: written by the CLI, and served by any worker
         page = tmp_path / "history.html"

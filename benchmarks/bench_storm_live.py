@@ -31,17 +31,52 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _cluster import broker_at, cluster_of, create_connector, delete_connector, interruptible
+from _cluster import broker_at, cluster_of, interruptible
 from bench_rebalance_storm import run as simulate_storm
 
 from kctl.rebalance.history import cluster_history
 
 POLL_S = 0.5
+REQUEST_TIMEOUT_S = 120.0
 
 
 def datagen(name: str, tasks: int, throughput: int) -> dict[str, Any]:
     return {"connector.class": "DataGen", "topic": f"storm-{name}", "tasks.max": tasks,
             "throughput": throughput}
+
+
+def create_connector(worker: Any, name: str, config: dict[str, Any], timeout: float) -> None:
+    """POST, again on 409 (a rebalance) or a request that outlived its read timeout (under
+    eager a create can wait for hundreds of tasks to stop); "already exists" means an
+    earlier attempt got through."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            r = httpx.post(f"{worker.url}/connectors", timeout=REQUEST_TIMEOUT_S,
+                           json={"name": name, "config": {k: str(v) for k, v in config.items()}})
+        except httpx.TimeoutException:
+            r = None
+        if r is not None and (r.status_code in (200, 201) or
+                              (r.status_code == 409 and "already exists" in r.text)):
+            return
+        if (r is not None and r.status_code not in (409, 500, 503)) or \
+                time.monotonic() > deadline:
+            raise RuntimeError(f"creating {name} failed: {r and r.status_code} {r and r.text}")
+        time.sleep(0.2)
+
+
+def delete_connector(worker: Any, name: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            r = httpx.delete(f"{worker.url}/connectors/{name}", timeout=REQUEST_TIMEOUT_S)
+        except httpx.TimeoutException:
+            r = None
+        if r is not None and r.status_code in (200, 204, 404):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"deleting {name} failed: {r and r.status_code} {r and r.text}")
+        time.sleep(0.2)
 
 
 def running(worker: Any, names: list[str], tasks: int) -> bool:

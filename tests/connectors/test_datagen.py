@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from kctl.errors import ConfigError
 from kctl.connectors.datagen import DataGenSourceConnector, DataGenSourceTask
+from kctl.errors import ConfigError
 
 
 class Offsets:

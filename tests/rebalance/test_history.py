@@ -251,3 +251,27 @@ def _render(doc) -> str:
     console = Console(width=160, record=True, color_system=None)
     ex.render(doc, console)
     return console.export_text()
+
+
+def test_explain_compare_writes_both_protocols_to_one_page(tmp_path):
+    from typer.testing import CliRunner
+
+    from kctl.cli.rebalance import app
+
+    page = tmp_path / "storm.html"
+    result = CliRunner().invoke(app, ["explain", "--workers", "3", "--connectors", "3",
+                                      "--tasks", "3", "--join", "w4", "--compare",
+                                      "--html", str(page)])
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    assert re.findall(r'data-protocol="(\w+)"', text) == ["eager", "sessioned"]
+    assert "eager vs sessioned" in result.output  # the table is still printed
+
+
+def test_replay_without_a_generation_is_a_usage_error():
+    from typer.testing import CliRunner
+
+    from kctl.cli.rebalance import app
+
+    result = CliRunner().invoke(app, ["explain", "--replay"])
+    assert result.exit_code == 2 and "--replay needs --generation" in result.output

@@ -79,11 +79,19 @@ def delete_connector(worker: Any, name: str, timeout: float) -> None:
         time.sleep(0.2)
 
 
+class TasksFailed(RuntimeError):
+    """The machine could not hold this size: tasks failed while the storm raged."""
+
+
 def running(worker: Any, names: list[str], tasks: int) -> bool:
     r = httpx.get(f"{worker.url}/connectors", params={"expand": "status"}, timeout=30)
     if r.status_code != 200:
         return False
     got = r.json()
+    failed = [f"{n}-{t['id']}: {(t.get('trace') or '').splitlines()[-1:]}"
+              for n, v in got.items() for t in v["status"]["tasks"] if t["state"] == "FAILED"]
+    if failed:
+        raise TasksFailed(f"{len(failed)} task(s) FAILED, e.g. {failed[0]}")
     for name in names:
         s = got.get(name, {}).get("status")
         if not s or s["connector"]["state"] != "RUNNING" or len(s["tasks"]) != tasks or \

@@ -93,6 +93,21 @@ def test_each_round_names_its_cause_and_the_workers_or_connectors_involved():
     assert round6["delay_ms"] == 8000 and round6["members"] == ["w1"]
 
 
+def test_a_rolling_protocol_change_and_a_reconfiguration_are_named():
+    records = [
+        record("w1", 1, 0, trigger="join", members=["w1"], protocol="default"),
+        record("w1", 2, 5, members=["w1"], protocol="compatible",
+               trigger="connector ct1 reconfigured to 6 task(s)", inputs={"config_offset": 9}),
+    ]
+    assert causes(cluster_history(records), 2) == [
+        {"cause": "protocol change", "from": "default", "to": "compatible"},
+        {"cause": "connector reconfigured", "connector": "ct1", "worker": "w1", "tasks": 6,
+         "config_offset": 9}]
+    assert cluster_history(records)["rounds"][1]["trigger"] == (
+        "protocol change default -> compatible; connector reconfigured: ct1 (6 tasks) at "
+        "config offset 9")
+
+
 def test_a_round_is_explains_contract_so_the_same_renderer_prints_it():
     doc = cluster_history(story_records())
     round3 = doc["rounds"][2]

@@ -9,7 +9,7 @@
 _kctl_command() {
     case $1 in
         'kctl')
-            subs='worker connector plugins dlq context logger rebalance'
+            subs='worker connector plugins dlq context logger rebalance group'
             opts='--url --context --cacert --insecure --output -o --debug --timeout --install-completion --show-completion --help'
             vopts='--url --context --cacert --output -o --timeout' ;;
         'kctl worker')
@@ -157,13 +157,25 @@ _kctl_command() {
             opts='--output -o --help'
             vopts='--output -o' ;;
         'kctl rebalance')
-            subs='explain'
+            subs='explain history'
             opts='--help'
             vopts='' ;;
         'kctl rebalance explain')
             subs=''
-            opts='--scenario -s --kind --protocol --workers --connectors --tasks --topics --partitions --join --leave --crash --advance --delay --session-timeout --compare --trace --output -o --width --help'
-            vopts='--scenario -s --kind --protocol --workers --connectors --tasks --topics --partitions --join --leave --crash --advance --delay --session-timeout --output -o --width' ;;
+            opts='--scenario -s --kind --protocol --workers --connectors --tasks --topics --partitions --join --leave --crash --advance --delay --session-timeout --compare --trace --output -o --width --generation -g --replay --html --help'
+            vopts='--scenario -s --kind --protocol --workers --connectors --tasks --topics --partitions --join --leave --crash --advance --delay --session-timeout --output -o --width --generation -g --html' ;;
+        'kctl rebalance history')
+            subs=''
+            opts='--last -n --connector -c --since --output -o --html --width --help'
+            vopts='--last -n --connector -c --since --output -o --html --width' ;;
+        'kctl group')
+            subs='describe'
+            opts='--help'
+            vopts='' ;;
+        'kctl group describe')
+            subs=''
+            opts='--output -o --help'
+            vopts='--output -o' ;;
         *)
             subs='' opts='' vopts='' ;;
     esac
@@ -237,6 +249,12 @@ _kctl_value() {
             kind=choice words='connect consumer' ;;
         'kctl rebalance explain --output'|'kctl rebalance explain -o')
             kind=choice words='table json yaml' ;;
+        'kctl rebalance explain --html')
+            kind=file ;;
+        'kctl rebalance history --output'|'kctl rebalance history -o')
+            kind=choice words='table json yaml' ;;
+        'kctl rebalance history --html')
+            kind=file ;;
         *)
             kind=none ;;
     esac

@@ -6,7 +6,7 @@
 function __kctl_subcommands --description 'Subcommands of the kctl command path in argv'
     switch "$argv"
         case ''
-            printf '%s\n' worker connector plugins dlq context logger rebalance
+            printf '%s\n' worker connector plugins dlq context logger rebalance group
         case 'worker'
             printf '%s\n' start
         case 'connector'
@@ -22,7 +22,9 @@ function __kctl_subcommands --description 'Subcommands of the kctl command path 
         case 'logger'
             printf '%s\n' list get set
         case 'rebalance'
-            printf '%s\n' explain
+            printf '%s\n' explain history
+        case 'group'
+            printf '%s\n' describe
     end
 end
 
@@ -87,7 +89,11 @@ function __kctl_value_options --description 'Options of the kctl command path in
         case 'logger set'
             printf '%s\n' --output -o
         case 'rebalance explain'
-            printf '%s\n' --scenario -s --kind --protocol --workers --connectors --tasks --topics --partitions --join --leave --crash --advance --delay --session-timeout --output -o --width
+            printf '%s\n' --scenario -s --kind --protocol --workers --connectors --tasks --topics --partitions --join --leave --crash --advance --delay --session-timeout --output -o --width --generation -g --html
+        case 'rebalance history'
+            printf '%s\n' --last -n --connector -c --since --output -o --html --width
+        case 'group describe'
+            printf '%s\n' --output -o
     end
 end
 
@@ -146,6 +152,7 @@ complete -c kctl -n '__kctl_at' -a dlq -d 'A connector\'s dead letter queue.'
 complete -c kctl -n '__kctl_at' -a context -d 'Named worker URLs (kcctl\'s contexts).'
 complete -c kctl -n '__kctl_at' -a logger -d 'A worker\'s log levels at run time (KIP-495).'
 complete -c kctl -n '__kctl_at' -a rebalance -d 'Simulate Kafka Connect and consumer group rebalances and explain every round.'
+complete -c kctl -n '__kctl_at' -a group -d 'Describe the worker group and sink connectors\' consumer groups.'
 complete -c kctl -n '__kctl_at' -l url -x -d 'Worker REST URL [default: the current context\'s, else http://127.0.0.1:8083]'
 complete -c kctl -n '__kctl_at' -l context -x -d 'Use this context\'s URL.'
 complete -c kctl -n '__kctl_at' -l cacert -x -d 'CA certificate(s) (PEM) that signed an https worker\'s certificate [default: the context...'
@@ -350,7 +357,8 @@ complete -c kctl -n '__kctl_at logger set' -l output -s o -x -a 'table json yaml
 complete -c kctl -n '__kctl_at logger set' -l help -d 'Show this message and exit.'
 
 # kctl rebalance
-complete -c kctl -n '__kctl_at rebalance' -a explain -d 'Simulate a scenario and explain each rebalance round.'
+complete -c kctl -n '__kctl_at rebalance' -a explain -d 'Simulate a scenario (or, with --generation, a live cluster\'s round) and explain each'
+complete -c kctl -n '__kctl_at rebalance' -a history -d 'The live cluster\'s recent rebalances, merged from every worker\'s records: why each'
 complete -c kctl -n '__kctl_at rebalance' -l help -d 'Show this message and exit.'
 
 # kctl rebalance explain
@@ -372,4 +380,24 @@ complete -c kctl -n '__kctl_at rebalance explain' -l compare -d 'Run eager and c
 complete -c kctl -n '__kctl_at rebalance explain' -l trace -d 'Show the message sequence of each round.'
 complete -c kctl -n '__kctl_at rebalance explain' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml.'
 complete -c kctl -n '__kctl_at rebalance explain' -l width -x -d 'Render at this width (default: the terminal\'s).'
+complete -c kctl -n '__kctl_at rebalance explain' -l generation -s g -x -d 'Explain this generation of the live cluster (from its records).'
+complete -c kctl -n '__kctl_at rebalance explain' -l replay -d 'With --generation: run the recorded inputs through the same assignor; exit 1 where it d...'
+complete -c kctl -n '__kctl_at rebalance explain' -l html -r -F -d 'Also write the timeline to this HTML file.'
 complete -c kctl -n '__kctl_at rebalance explain' -l help -d 'Show this message and exit.'
+
+# kctl rebalance history
+complete -c kctl -n '__kctl_at rebalance history' -l last -s n -x -d 'Only the last N rounds.'
+complete -c kctl -n '__kctl_at rebalance history' -l connector -s c -x -d 'Only rounds that moved it.'
+complete -c kctl -n '__kctl_at rebalance history' -l since -x -d 'Only rounds since: 90s, 15m, 2h, 1d, or an ISO-8601 time.'
+complete -c kctl -n '__kctl_at rebalance history' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml.'
+complete -c kctl -n '__kctl_at rebalance history' -l html -r -F -d 'Also write the timeline to this HTML file.'
+complete -c kctl -n '__kctl_at rebalance history' -l width -x -d 'Render at this width (default: the terminal\'s).'
+complete -c kctl -n '__kctl_at rebalance history' -l help -d 'Show this message and exit.'
+
+# kctl group
+complete -c kctl -n '__kctl_at group' -a describe -d 'Members, generation, leader and protocol of the worker group (each member\'s URL,'
+complete -c kctl -n '__kctl_at group' -l help -d 'Show this message and exit.'
+
+# kctl group describe
+complete -c kctl -n '__kctl_at group describe' -l output -s o -x -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at group describe' -l help -d 'Show this message and exit.'

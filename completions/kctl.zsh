@@ -33,6 +33,7 @@ _kctl() {
                 'context:Named worker URLs (kcctl'\''s contexts).'
                 'logger:A worker'\''s log levels at run time (KIP-495).'
                 'rebalance:Simulate Kafka Connect and consumer group rebalances and explain every round.'
+                'group:Describe the worker group and sink connectors'\'' consumer groups.'
             )
             _describe -t commands 'kctl command' commands && ret=0 ;;
         argument)
@@ -45,6 +46,7 @@ _kctl() {
                 context) _kctl_context && ret=0 ;;
                 logger) _kctl_logger && ret=0 ;;
                 rebalance) _kctl_rebalance && ret=0 ;;
+                group) _kctl_group && ret=0 ;;
             esac ;;
     esac
     return ret
@@ -547,13 +549,15 @@ _kctl_rebalance() {
     case $state in
         command)
             local -a commands=(
-                'explain:Simulate a scenario and explain each rebalance round.'
+                'explain:Simulate a scenario (or, with --generation, a live cluster'\''s round) and explain each'
+                'history:The live cluster'\''s recent rebalances, merged from every worker'\''s records: why each'
             )
             _describe -t commands 'kctl rebalance command' commands && ret=0 ;;
         argument)
             curcontext=${curcontext%:*:*}:kctl-rebalance-$line[1]:
             case $line[1] in
                 explain) _kctl_rebalance_explain && ret=0 ;;
+                history) _kctl_rebalance_history && ret=0 ;;
             esac ;;
     esac
     return ret
@@ -582,7 +586,58 @@ _kctl_rebalance_explain() {
         '(--output -o)--output=[table, json or yaml.]:output:(table json yaml)' \
         '(--output -o)-o+[table, json or yaml.]:output:(table json yaml)' \
         '--width=[Render at this width (default\: the terminal'\''s).]:width: ' \
+        '(--generation -g)--generation=[Explain this generation of the live cluster (from its records).]:generation: ' \
+        '(--generation -g)-g+[Explain this generation of the live cluster (from its records).]:generation: ' \
+        '--replay[With --generation\: run the recorded inputs through the same assignor; exit 1 where it d...]' \
+        '--html=[Also write the timeline to this HTML file.]:html:_files' \
         '--help[Show this message and exit.]'
+}
+
+# kctl rebalance history
+_kctl_rebalance_history() {
+    _arguments \
+        '(--last -n)--last=[Only the last N rounds.]:last: ' \
+        '(--last -n)-n+[Only the last N rounds.]:last: ' \
+        '(--connector -c)--connector=[Only rounds that moved it.]:connector: ' \
+        '(--connector -c)-c+[Only rounds that moved it.]:connector: ' \
+        '--since=[Only rounds since\: 90s, 15m, 2h, 1d, or an ISO-8601 time.]:since: ' \
+        '(--output -o)--output=[table, json or yaml.]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml.]:output:(table json yaml)' \
+        '--html=[Also write the timeline to this HTML file.]:html:_files' \
+        '--width=[Render at this width (default\: the terminal'\''s).]:width: ' \
+        '--help[Show this message and exit.]'
+}
+
+# kctl group
+_kctl_group() {
+    local curcontext=$curcontext state state_descr line ret=1
+    typeset -A opt_args
+    _arguments -C \
+        '--help[Show this message and exit.]' \
+        '1:command:->command' \
+        '*::argument:->argument' && ret=0
+    case $state in
+        command)
+            local -a commands=(
+                'describe:Members, generation, leader and protocol of the worker group (each member'\''s URL,'
+            )
+            _describe -t commands 'kctl group command' commands && ret=0 ;;
+        argument)
+            curcontext=${curcontext%:*:*}:kctl-group-$line[1]:
+            case $line[1] in
+                describe) _kctl_group_describe && ret=0 ;;
+            esac ;;
+    esac
+    return ret
+}
+
+# kctl group describe
+_kctl_group_describe() {
+    _arguments \
+        '(--output -o)--output=[table, json or yaml]:output: ' \
+        '(--output -o)-o+[table, json or yaml]:output: ' \
+        '--help[Show this message and exit.]' \
+        '1:group: '
 }
 
 # Autoloaded from $fpath, this file is the body of _kctl; sourced, it registers _kctl.

@@ -68,6 +68,9 @@ try:
     app.add_typer(rebalance_app, name="rebalance")
 except ImportError:  # pragma: no cover - only while the simulator is absent
     pass
+from kctl.cli.group import app as group_app  # noqa: E402
+
+app.add_typer(group_app, name="group")
 
 console = Console()
 err_console = Console(stderr=True)

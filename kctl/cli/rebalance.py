@@ -6,6 +6,7 @@ Thin on purpose: parse the flags or the scenario file, call the simulator throug
 
 from __future__ import annotations
 
+import re
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -42,6 +43,7 @@ def _group() -> None:
 
 @app.command()
 def explain(
+    ctx: typer.Context,
     scenario: Annotated[
         Path | None,
         typer.Option("--scenario", "-s", help="Scenario YAML (see docs/rebalance.md)."),
@@ -89,10 +91,33 @@ def explain(
     width: Annotated[
         int | None, typer.Option(help="Render at this width (default: the terminal's).")
     ] = None,
+    generation: Annotated[
+        int | None,
+        typer.Option("--generation", "-g",
+                     help="Explain this generation of the live cluster (from its records)."),
+    ] = None,
+    replay: Annotated[
+        bool,
+        typer.Option("--replay", help="With --generation: run the recorded inputs through the "
+                                      "same assignor; exit 1 where it differs."),
+    ] = False,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write the timeline to this HTML file.")
+    ] = None,
 ) -> None:
-    """Simulate a scenario and explain each rebalance round."""
+    """Simulate a scenario (or, with --generation, a live cluster's round) and explain each
+    rebalance round."""
     from kctl.rebalance import explain as ex
 
+    if replay and generation is None:
+        _fail("error: --replay needs --generation N (the live round to replay)")
+    if generation is not None:
+        from kctl.cli.group import remember_root
+
+        remember_root(ctx)
+        _explain_live(generation, replay=replay, output=output, width=width, html=html,
+                      trace=trace)
+        return
     try:
         if scenario is not None:
             document = _read_scenario(scenario)
@@ -123,6 +148,9 @@ def explain(
     except KctlError as exc:
         _fail(f"error: {exc}", code=ExitStatus.ERROR)
 
+    if html is not None:
+        _write_html(html, [eager, cooperative] if compare else [result],
+                    "kctl rebalance explain" + (" --compare" if compare else ""))
     console = Console(width=width, soft_wrap=False) if width else Console()
     if compare:
         if output is Output.table:
@@ -165,3 +193,136 @@ def _fail(message: str, code: ExitStatus = ExitStatus.USAGE) -> None:
     """One clear line on stderr; typer.Exit keeps the traceback out of the user's way."""
     print(message.splitlines()[0] if message else "error", file=sys.stderr)
     raise typer.Exit(code)
+
+
+# --------------------------------------------------------------------------- live cluster
+
+
+def _console(width: int | None) -> Console:
+    return Console(width=width, soft_wrap=False) if width else Console()
+
+
+def _echo(doc: Any, output: Output) -> None:
+    from kctl.rebalance import explain as ex
+
+    typer.echo(ex.to_json(doc) if output is Output.json else ex.to_yaml(doc),
+               nl=output is Output.json)
+
+
+def _write_html(path: Path, docs: list[Any], title: str) -> None:
+    from kctl.rebalance.timeline import render_html
+
+    try:
+        path.write_text(render_html(docs, title=title), encoding="utf-8")
+    except OSError as exc:
+        _fail(f"error: cannot write {path}: {exc.strerror or exc}")
+    print(f"timeline written to {path}", file=sys.stderr)
+
+
+def _get(path: str, params: dict[str, Any] | None = None) -> Any:
+    """GET from the worker named by --url / KCTL_URL / the context (kctl's main options)."""
+    from kctl.cli.group import worker_client
+    from kctl.cli.main import run
+
+    return run(lambda: worker_client().get(path, params=params or {}))
+
+
+def _explain_live(generation: int, *, replay: bool, output: Output, width: int | None,
+                  html: Path | None, trace: bool) -> None:
+    from kctl.rebalance import explain as ex
+
+    if replay:
+        result = _get(f"/rebalances/{generation}/replay")
+        if output is not Output.table:
+            _echo(result, output)
+        else:
+            _render_replay(result, _console(width))
+        raise typer.Exit(ExitStatus.SUCCESS if result["reproduced"] else ExitStatus.ERROR)
+    doc = _get("/rebalances", {"generation": generation})
+    if html is not None:
+        _write_html(html, [doc], f"kctl rebalance explain --generation {generation}")
+    if output is Output.table:
+        ex.render(doc, _console(width), trace=trace)
+    else:
+        _echo(doc, output)
+
+
+def _render_replay(result: Any, console: Console) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    head = f"generation {result['generation']} · {result['protocol']} · leader {result['leader']}"
+    console.print(Text(head, style="bold"))
+    if result["reproduced"]:
+        console.print(Text("reproduced: the assignor, given the recorded inputs, answers "
+                           "exactly what the leader sent", style="green"))
+        return
+    console.print(Text(f"differs: {len(result['differences'])} difference(s) from the "
+                       "recorded assignment", style="bold red"))
+    table = Table("member", "field", "recorded", "replayed")
+    for d in result["differences"]:
+        recorded, replayed = d.get("only_recorded", d["recorded"]), d.get("only_replayed",
+                                                                          d["replayed"])
+        table.add_row(str(d["member"]), str(d["field"]), str(recorded), str(replayed))
+    console.print(table)
+
+
+def _since(text: str | None) -> str | None:
+    """A duration goes to the worker as is; an ISO-8601 time as epoch milliseconds."""
+    if text is None:
+        return None
+    from kctl.rebalance.history import parse_since
+
+    text = text.strip()
+    if re.fullmatch(r"\d+ ?(ms|s|m|h|d)?", text):
+        return text
+    try:
+        return str(parse_since(text, 0))
+    except ConfigError as exc:
+        _fail(f"error: {exc}")
+    return None
+
+
+@app.command()
+def history(
+    ctx: typer.Context,
+    last: Annotated[int | None, typer.Option("--last", "-n", help="Only the last N rounds.")]
+    = None,
+    connector: Annotated[
+        str | None, typer.Option("--connector", "-c", help="Only rounds that moved it.")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(help="Only rounds since: 90s, 15m, 2h, 1d, or an ISO-8601 time."),
+    ] = None,
+    output: Annotated[
+        Output, typer.Option("--output", "-o", help="table, json or yaml.")
+    ] = Output.table,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write the timeline to this HTML file.")
+    ] = None,
+    width: Annotated[
+        int | None, typer.Option(help="Render at this width (default: the terminal's).")
+    ] = None,
+) -> None:
+    """The live cluster's recent rebalances, merged from every worker's records: why each
+    happened, who led, what moved (the document `explain -o json` writes)."""
+    from kctl.cli.group import remember_root
+    from kctl.rebalance import explain as ex
+
+    remember_root(ctx)
+    if last is not None and last < 0:
+        _fail("error: --last must be 0 or more")
+    params = {k: v for k, v in (("last", last), ("connector", connector),
+                                ("since", _since(since))) if v is not None}
+    doc = _get("/rebalances", params)
+    if html is not None:
+        _write_html(html, [doc], "kctl rebalance history")
+    if output is not Output.table:
+        _echo(doc, output)
+        return
+    console = _console(width)
+    if not doc["rounds"]:
+        console.print("no rebalance recorded" + (" for these filters" if params else ""))
+        return
+    ex.render(doc, console)

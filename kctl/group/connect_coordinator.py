@@ -28,6 +28,7 @@ from kctl.group.assignors.connect import (
     WorkerMetadata,
     connect_assignor,
 )
+from kctl.group.history import INPUTS_KEPT, AssignorInputs
 from kctl.group.protocol import AssignmentOutcome, JoinMember
 from kctl.states import TaskId
 
@@ -86,6 +87,8 @@ class ConnectHandler:
         # the leader's view of the last generation it assigned: client id -> advertised URL
         # (where a request for another member's task is forwarded, Kafka's ownerUrl)
         self.member_urls: dict[str, str] = {}
+        # generation -> what the assignor was given and answered: `rebalance explain --replay`
+        self.inputs: dict[int, AssignorInputs] = {}
         self._assignors: dict[str, ConnectAssignor] = {}
 
     def empty(self) -> ConnectorsAndTasks:
@@ -130,6 +133,7 @@ class ConnectHandler:
             self._assignors[protocol] = assignor
         metadata: dict[str, WorkerMetadata] = {m.member_id: m.metadata for m in members}
         self.member_urls = {m.client_id: m.metadata.url for m in members}
+        memory_before = self.memory
         result = assignor.assign(
             leader=leader,
             leader_url=metadata[leader].url,
@@ -148,6 +152,14 @@ class ConnectHandler:
         # assignment; remembering this round's would make the next one wrong (Kafka
         # always starts a generation when the leader rejoins; some brokers do not)
         self.reports[generation] = (result.sets.to_json(), result.delay_ms)
+        self.inputs[generation] = AssignorInputs(
+            protocol=protocol, leader=leader, leader_url=metadata[leader].url,
+            generation=generation, members=metadata, configured=dict(self.world.connectors),
+            config_offset=self.world.config_offset, now_ms=now_ms, memory=memory_before,
+            last_completed_generation=last_completed_generation,
+            max_delay_ms=self.max_delay_ms, assignments=dict(result.assignments))
+        for old in [g for g in self.inputs if g < generation - INPUTS_KEPT]:
+            del self.inputs[old]
         return result.assignments
 
     def on_assignment(

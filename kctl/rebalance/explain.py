@@ -237,7 +237,8 @@ def render_header(doc: Doc, console: Console) -> None:
 
 def render_round(round_: Doc, console: Console, *, kind: str = "connect", number: int = 0) -> None:
     """One round: who triggered it, who led, what each member gained and lost, and why."""
-    title = f"round {number} · generation {round_.get('generation')} · {round_.get('at_ms')} ms · "
+    when = round_.get("time") or f"{round_.get('at_ms')} ms"  # a live round has wall time
+    title = f"round {number} · generation {round_.get('generation')} · {when} · "
     header = Text(title, style="bold cyan") + Text(
         str(round_.get("trigger", "")), style="bold yellow"
     )
@@ -265,6 +266,11 @@ def render_round(round_: Doc, console: Console, *, kind: str = "connect", number
     sets_text = _sets_text(round_.get("sets") or {})
     if sets_text is not None:
         console.print(sets_text)
+    borrowed = sorted(m for m, source in (round_.get("sources") or {}).items()
+                      if source != "worker record")
+    if borrowed:  # a live round: members that wrote no record of it
+        console.print(Text("from the leader's assignment (no record of their own): "
+                           + " ".join(borrowed), style="dim"))
 
 
 def _member_table(round_: Doc, members: Sequence[str], kind: str) -> Table:

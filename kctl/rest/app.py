@@ -32,6 +32,8 @@ from kctl.errors import (
     ValidationError,
 )
 from kctl.rest.internal import FORWARD_CONFLICT, InterWorkerClient, verify
+from kctl.rest.rebalances import ERRORS as REBALANCE_ERRORS
+from kctl.rest.rebalances import rebalance_router
 from kctl.runtime.herder import Herder
 from kctl.runtime.loggers import LEVELS, Loggers
 from kctl.runtime.metrics import worker_registry
@@ -93,6 +95,8 @@ ERRORS_BY_OPERATION: dict[tuple[str, str], tuple[int, ...]] = {
     ("get", "/connector-plugins/{plugin}/config"): (404,),
     ("put", "/connector-plugins/{plugin}/config/validate"): (400,),
 }
+
+ERRORS_BY_OPERATION.update(REBALANCE_ERRORS)  # kctl's extension: rest/rebalances.py
 
 ERROR_SCHEMA = {
     "type": "object", "required": ["error_code", "message"],
@@ -264,6 +268,8 @@ def create_app(herder: Herder, loggers: Loggers | None = None,
         first = exc.errors()[0] if exc.errors() else {"msg": "invalid request"}
         where = ".".join(str(p) for p in first.get("loc", ()))
         return error_response(400, f"Invalid request ({where}): {first['msg']}")
+
+    app.include_router(rebalance_router(herder))
 
     @app.get("/")
     def root() -> dict[str, Any]:

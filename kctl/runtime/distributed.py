@@ -40,7 +40,12 @@ from kctl.errors import (
 from kctl.group.assignors.connect import EMPTY, ConnectAssignment, ConnectorsAndTasks
 from kctl.group.connect_coordinator import CONNECT_OFFERS, ConnectHandler
 from kctl.group.driver import GroupDriver, MemberAction
-from kctl.group.history import GenerationCompleted, GenerationRecord, record_key
+from kctl.group.history import (
+    GenerationCompleted,
+    GenerationRecord,
+    departure_key,
+    record_key,
+)
 from kctl.group.protocol import (
     ErrorCode,
     GroupMember,
@@ -216,6 +221,7 @@ class DistributedHerder(AbstractHerder):
         try:
             for action in self._d.leave("worker shutting down"):
                 self._on_action(action)
+            self._record_departure()
         except Exception as e:
             log.warning("Leaving the group failed: %s", e)
         finally:
@@ -330,6 +336,13 @@ class DistributedHerder(AbstractHerder):
                         f"lost at {_utc(since)}, this runs nowhere until it is reassigned at "
                         f"{due} (scheduled.rebalance.max.delay.ms, unless {worker} rejoins "
                         "first)")
+
+    def _record_departure(self) -> None:
+        """`rebalance history` tells a clean leave from a lost session by this note."""
+        last = self.history[-1].generation if self.history else -1
+        self.statuses.put_generation(departure_key(self.worker_id), {
+            "worker": self.worker_id, "at_ms": int(self._clock() * 1000),
+            "generation": last, "reason": "worker shutting down"})
 
     # -- requests from REST threads ----------------------------------------------------------
     def _serially(self, fn: Callable[[], T]) -> T:

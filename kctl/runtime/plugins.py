@@ -27,6 +27,7 @@ from kctl.states import ConnectorType, PluginInfo
 OTHER_PLUGIN_TYPES = ("transformation", "predicate", "converter", "header_converter")
 
 BUILTIN_CONNECTORS = {
+    "DataGen": "kctl.connectors.datagen:DataGenSourceConnector",
     "FileSource": "kctl.connectors.file:FileSourceConnector",
     "FileSink": "kctl.connectors.file:FileSinkConnector",
     "JdbcSink": "kctl.connectors.jdbc:JdbcSinkConnector",

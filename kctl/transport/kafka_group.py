@@ -294,7 +294,7 @@ class BrokerGroupDriver:
     def _act(self, actions: list[Any]) -> None:
         for action in actions:
             if isinstance(action, Send):
-                self._recorder.sent(action.request)
+                self._recorder.sent(action.request, int(self._wall_clock() * 1000))
                 if self._holding:
                     self._held.append(action.request)
                 else:
@@ -386,7 +386,9 @@ class BrokerGroupDriver:
                 rebalance_timeout_ms=request.rebalance_timeout_ms,
                 member_id=request.member_id, group_instance_id=None,
                 protocol_type=request.protocol_type, protocols=protocols,
-                reason=request.reason or None, max_version=7), timeout
+                # KIP-800: version 8 carries the reason to the broker's log (older brokers
+                # negotiate a lower version and drop it)
+                reason=(request.reason or None) and request.reason[:255], max_version=8), timeout
         if isinstance(request, SyncGroup):
             assert m.protocol is not None
             assignments = [(member, self.codec.encode_assignment(m.protocol, a))
@@ -437,10 +439,19 @@ class BrokerGroupDriver:
             if response is None:
                 continue
             completed = self.member.last_completed_generation
-            self._act(self.member.handle(response, self._now()))
-            if self.member.last_completed_generation != completed:
-                self._work.append(GenerationCompleted(self._recorder.completed(
-                    self._assignment, int(self._wall_clock() * 1000))))
+            actions = self.member.handle(response, self._now())
+            if self.member.last_completed_generation == completed:
+                self._act(actions)
+                continue
+            # a JoinGroup among the answer's actions starts the next rebalance: its reason
+            # belongs to that generation's record, not to the one just completed
+            cut = next((i for i, a in enumerate(actions)
+                        if isinstance(a, Send) and isinstance(a.request, JoinGroup)),
+                       len(actions))
+            self._act(actions[:cut])
+            self._work.append(GenerationCompleted(self._recorder.completed(
+                self._assignment, int(self._wall_clock() * 1000))))
+            self._act(actions[cut:])
 
     def _retry(self, entry: _InFlight) -> None:
         if isinstance(entry.request, LeaveGroup):

@@ -217,7 +217,8 @@ def test_bash_completes_commands_and_subcommands():
     offered = _kctl_bash("kctl", "connector", "st")
     assert offered.words == ["status", "stop"] and not offered.default
     assert _kctl_bash("kctl", "connector", "offsets", "").words == ["get", "set", "reset"]
-    assert _kctl_bash("kctl", "rebalance", "").words == ["explain"]
+    assert _kctl_bash("kctl", "rebalance", "").words == ["explain", "history"]
+    assert _kctl_bash("kctl", "group", "").words == ["describe"]
     assert _kctl_bash("kctl", "dlq", "").words == ["show", "replay", "purge"]
     assert _kctl_bash("kctl", "--url", "http://w:8083", "conn").words == ["connector"]
 

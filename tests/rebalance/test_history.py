@@ -1,0 +1,292 @@
+"""A live cluster's rebalance history, in process: the records workers write become explain's
+rounds with their causes, a recorded round replays through the same assignor, and the
+timeline page renders in a real headless browser.
+
+Records here are built with `GenerationRecord` as a worker's driver builds them (the broker
+and worker-process stories are in tests/rebalance/test_history_broker.py and
+tests/distributed/test_rebalance_insight.py); replays use the inputs the real
+`ConnectHandler` recorded while the simulator drove it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.browser import dom, screenshot
+
+from kctl.errors import ConfigError, NotFoundError
+from kctl.group.assignors.connect import ConnectorsAndTasks
+from kctl.group.history import AssignorInputs, GenerationRecord
+from kctl.rebalance import explain as ex
+from kctl.rebalance.history import cluster_history, filter_rounds, parse_since, replay
+from kctl.rebalance.scenario import Scenario
+from kctl.rebalance.simulator import simulate
+from kctl.rebalance.timeline import render_html
+
+T0 = 1_764_000_000_000  # some wall-clock ms
+
+
+def work(*items: str) -> ConnectorsAndTasks:
+    return ConnectorsAndTasks.of([i for i in items if "-" not in i],
+                                 [i for i in items if "-" in i])
+
+
+def record(worker: str, generation: int, at_s: float, *, leader: str = "w1", trigger: str = "",
+           owned=(), assigned=(), revoked=(), members=(), delay_ms: int = 0, sets=None,
+           inputs=None, protocol: str = "sessioned") -> dict:
+    return GenerationRecord(
+        worker=worker, member_id=f"{worker}-id", generation=generation,
+        at_ms=T0 + int(at_s * 1000), trigger=trigger, protocol=protocol,
+        leader=f"{leader}-id", owned=work(*owned), assigned=work(*assigned),
+        revoked=work(*revoked), delay_ms=delay_ms,
+        members=tuple(f"{m}-id" for m in members), sets=sets or {}, inputs=inputs or {},
+        url=f"http://{worker}:8083", started_ms=T0 + int(at_s * 1000) - 200).to_json()
+
+
+# ---------------------------------------------------------------- causes
+
+
+def story_records() -> list[dict]:
+    """w1 forms the group, w2 joins, ct1 is created, w3 joins, w3 leaves cleanly, w2 dies."""
+    return [
+        record("w1", 1, 0, trigger="join", members=["w1"]),
+        record("w1", 2, 5, members=["w1", "w2"]),
+        record("w2", 2, 5, trigger="join"),
+        record("w1", 3, 10, trigger="connector ct1 created", members=["w1", "w2"],
+               owned=["ct1", "ct1-0"], assigned=["ct1", "ct1-0"],
+               inputs={"config_offset": 7}),
+        record("w2", 3, 10, owned=["ct1-1"], assigned=["ct1-1"]),
+        record("w1", 4, 20, members=["w1", "w2", "w3"], owned=["ct1", "ct1-0"]),
+        record("w2", 4, 20, owned=["ct1-1"]),
+        record("w3", 4, 20, trigger="join"),
+        record("w1", 5, 30, members=["w1", "w2"], owned=["ct1", "ct1-0"]),
+        record("w2", 5, 30, owned=["ct1-1"]),
+        record("w1", 6, 45, members=["w1"], owned=["ct1", "ct1-0"], delay_ms=8000,
+               sets={"lost": work("ct1-1").to_json()}),
+        record("w1", 7, 53, trigger="scheduled rebalance delay expired", members=["w1"],
+               owned=["ct1", "ct1-0", "ct1-1"], assigned=["ct1-1"]),
+    ]
+
+
+def causes(doc, generation):
+    return next(r["causes"] for r in doc["rounds"] if r["generation"] == generation)
+
+
+def test_each_round_names_its_cause_and_the_workers_or_connectors_involved():
+    departures = [{"worker": "w3", "at_ms": T0 + 29_000, "reason": "worker shutting down"}]
+    doc = cluster_history(story_records(), departures)
+
+    assert [r["generation"] for r in doc["rounds"]] == [1, 2, 3, 4, 5, 6, 7]
+    assert causes(doc, 1) == [{"cause": "group formed", "workers": ["w1"]}]
+    assert causes(doc, 2) == [{"cause": "worker joined", "worker": "w2"}]
+    assert causes(doc, 3) == [{"cause": "connector created", "connector": "ct1",
+                               "worker": "w1", "config_offset": 7}]
+    assert causes(doc, 5) == [{"cause": "worker left", "worker": "w3"}]
+    assert causes(doc, 6) == [{"cause": "worker lost its session", "worker": "w2"}]
+    assert causes(doc, 7) == [{"cause": "scheduled delay expired", "worker": "w1"}]
+    round6 = doc["rounds"][5]
+    assert round6["trigger"] == "worker lost its session: w2"
+    assert round6["delay_ms"] == 8000 and round6["members"] == ["w1"]
+
+
+def test_a_rolling_protocol_change_and_a_reconfiguration_are_named():
+    records = [
+        record("w1", 1, 0, trigger="join", members=["w1"], protocol="default"),
+        record("w1", 2, 5, members=["w1"], protocol="compatible",
+               trigger="connector ct1 reconfigured to 6 task(s)", inputs={"config_offset": 9}),
+    ]
+    assert causes(cluster_history(records), 2) == [
+        {"cause": "protocol change", "from": "default", "to": "compatible"},
+        {"cause": "connector reconfigured", "connector": "ct1", "worker": "w1", "tasks": 6,
+         "config_offset": 9}]
+    assert cluster_history(records)["rounds"][1]["trigger"] == (
+        "protocol change default -> compatible; connector reconfigured: ct1 (6 tasks) at "
+        "config offset 9")
+
+
+def test_a_round_is_explains_contract_so_the_same_renderer_prints_it():
+    doc = cluster_history(story_records())
+    round3 = doc["rounds"][2]
+    for key in ("generation", "at_ms", "trigger", "leader", "members", "assignments",
+                "assigned", "revoked", "delay_ms", "sets", "protocol", "trace"):
+        assert key in round3
+    assert round3["leader"] == "w1"
+    assert round3["assigned"] == {"w1": {"connectors": ["ct1"], "tasks": ["ct1-0"]},
+                                  "w2": {"connectors": [], "tasks": ["ct1-1"]}}
+    assert doc["summary"]["tasks_started"] == 3  # ct1-0, ct1-1, then ct1-1 again on w1
+    text = _render(doc)
+    assert "generation 3" in text and "connector created: ct1" in text
+    assert "at config offset 7" in text
+
+
+def test_a_member_without_a_record_of_its_own_is_told_from_the_leaders_assignment():
+    inputs = {"members": {"w1-id": {"url": "http://w1:8083", "owned": {}},
+                          "w2-id": {"url": "http://w2:8083", "owned": {}}},
+              "assignments": {"w2-id": {"assigned": {"connectors": [], "tasks": ["ct1-1"]},
+                                        "revoked": {}, "version": 2}}}
+    records = [record("w1", 3, 0, members=["w1", "w2"], inputs=inputs, owned=["ct1"]),
+               record("w2", 2, -5)]  # w2 wrote nothing for generation 3
+    round3 = cluster_history(records)["rounds"][-1]
+    assert round3["sources"] == {"w1": "worker record", "w2": "leader's assignment"}
+    assert round3["assignments"]["w2"] == {"connectors": [], "tasks": ["ct1-1"]}
+    assert "from the leader's assignment" in _render({"rounds": [round3], "summary": {}})
+
+
+def test_filters_pick_rounds_by_connector_count_time_and_generation():
+    doc = cluster_history(story_records())
+    assert [r["generation"] for r in filter_rounds(doc, connector="ct1")["rounds"]] == [3, 6, 7]
+    assert [r["generation"] for r in filter_rounds(doc, last=2)["rounds"]] == [6, 7]
+    since = T0 + 30_000
+    assert [r["generation"] for r in filter_rounds(doc, since_ms=since)["rounds"]] == [5, 6, 7]
+    assert filter_rounds(doc, generation=4)["rounds"][0]["members"] == ["w1", "w2", "w3"]
+    with pytest.raises(NotFoundError, match=r"generation 99 \(recorded: 1..7\)"):
+        filter_rounds(doc, generation=99)
+
+
+def test_since_takes_durations_times_and_epoch_milliseconds():
+    now = T0 + 3_600_000
+    assert parse_since("90s", now) == now - 90_000
+    assert parse_since("2h", now) == T0 - 3_600_000
+    assert parse_since(str(T0), now) == T0
+    assert parse_since("1970-01-01T00:00:01Z", now) == 1000
+    with pytest.raises(ConfigError, match="expected a duration"):
+        parse_since("yesterday", now)
+
+
+# ---------------------------------------------------------------- replay
+
+
+def leader_records(scenario: dict) -> list[dict]:
+    """What each round's leader would record: its handler's inputs, as JSON."""
+    records: list[dict] = []
+
+    def observe(round_, sim):
+        handler = sim.nodes[round_.leader].member.handler if round_.leader in sim.nodes else None
+        inputs = getattr(handler, "inputs", {}).get(round_.generation)
+        if inputs is not None:
+            records.append({"worker": round_.leader, "member_id": inputs.leader,
+                            "leader": inputs.leader, "generation": round_.generation,
+                            "at_ms": round_.at_ms, "inputs": json.loads(
+                                json.dumps(inputs.to_json()))})
+
+    simulate(Scenario.from_dict(scenario), observer=observe)
+    return records
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(protocol=st.sampled_from(["eager", "compatible", "sessioned"]),
+       workers=st.integers(1, 4), connectors=st.integers(1, 4), tasks=st.integers(1, 6),
+       joins=st.integers(0, 2), crash=st.booleans(), delay=st.sampled_from([0, 3000]))
+def test_every_recorded_round_replays_to_the_recorded_assignment(
+        protocol, workers, connectors, tasks, joins, crash, delay):
+    scenario = ex.scenario_from_flags(
+        protocol=protocol, workers=str(workers), connectors=connectors, tasks=tasks,
+        join=[f"n{i}" for i in range(joins)], crash=["w1"] if crash and workers > 1 else [],
+        scheduled_rebalance_max_delay_ms=delay, advance_ms=20_000)
+    records = leader_records(scenario)
+    assert records, "the simulator recorded no leader inputs"
+    for r in records:
+        result = replay(records, r["generation"])
+        assert result["reproduced"], result["differences"]
+
+
+def test_a_replay_that_differs_says_which_member_and_what():
+    scenario = ex.scenario_from_flags(protocol="sessioned", workers="3", connectors=2, tasks=3)
+    records = leader_records(scenario)
+    last = records[-1]
+    inputs = AssignorInputs.from_json(last["inputs"]).to_json()
+    member = sorted(inputs["assignments"])[0]
+    inputs["assignments"][member]["assigned"] = {"connectors": ["ghost"], "tasks": []}
+    tampered = [*records[:-1], {**last, "inputs": inputs}]
+
+    result = replay(tampered, last["generation"])
+    assert not result["reproduced"]
+    [difference] = result["differences"]
+    assert difference["member"] == member and difference["field"] == "assigned"
+    assert difference["only_recorded"]["connectors"] == ["ghost"]
+
+
+def test_a_generation_without_the_leaders_inputs_cannot_be_replayed():
+    with pytest.raises(NotFoundError, match="no leader's record with the assignor's inputs"):
+        replay([record("w1", 3, 0)], 3)
+    with pytest.raises(NotFoundError, match="no record of generation 4"):
+        replay([record("w1", 3, 0)], 4)
+
+
+# ---------------------------------------------------------------- the picture
+
+
+def test_the_timeline_renders_lanes_and_bars_in_a_real_browser(tmp_path):
+    scenario = ex.scenario_from_flags(workers="3", connectors=2, tasks=4, crash=["w2"],
+                                      scheduled_rebalance_max_delay_ms=5000, advance_ms=20_000)
+    eager, cooperative = ex.simulate_compare(scenario)
+    page = tmp_path / "compare.html"
+    page.write_text(render_html([eager, cooperative], title="w2 crashes"))
+    text = page.read_text()
+    assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")  # offline
+
+    shown = dom(page.as_uri())
+    panels = re.findall(r'<section class="panel" data-protocol="(\w+)"', shown)
+    assert panels == ["eager", "sessioned"]
+    lanes = re.findall(r'<g class="lane(?: lost)?" data-lane="([^"]+)"', shown)
+    assert lanes == ["w1", "w2", "w3", "w1", "w2", "w3", "lost (unassigned)"]
+    bars = shown.count('class="bar')
+    assert bars > 0
+    assert f'data-rendered="{bars}"' in shown  # the page's script ran and saw every bar
+    assert 'class="band stop"' in shown and 'class="delay"' in shown
+
+    png = screenshot(page.as_uri(), "timeline-compare")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_eager_rounds_leave_a_gap_in_every_lane_cooperative_only_where_work_moved(tmp_path):
+    scenario = ex.scenario_from_flags(workers="2", connectors=2, tasks=4, join=["w3"])
+    eager, cooperative = ex.simulate_compare(scenario)
+
+    def bars_of(doc):
+        html = render_html([doc])
+        return len(re.findall(r'<rect class="bar"', html))
+
+    items = 2 * 4 + 2
+    # eager restarts everything: each item is drawn before and after the join
+    assert bars_of(eager) == 2 * items
+    # cooperative keeps what stays: only what moved to w3 gets a second bar
+    moved = sum(len(w.get("tasks", ())) + len(w.get("connectors", ()))
+                for r in cooperative["rounds"] for w in r["revoked"].values())
+    assert 0 < moved < items and bars_of(cooperative) == items + moved
+
+
+def _render(doc) -> str:
+    from rich.console import Console
+
+    console = Console(width=160, record=True, color_system=None)
+    ex.render(doc, console)
+    return console.export_text()
+
+
+def test_explain_compare_writes_both_protocols_to_one_page(tmp_path):
+    from typer.testing import CliRunner
+
+    from kctl.cli.rebalance import app
+
+    page = tmp_path / "storm.html"
+    result = CliRunner().invoke(app, ["explain", "--workers", "3", "--connectors", "3",
+                                      "--tasks", "3", "--join", "w4", "--compare",
+                                      "--html", str(page)])
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    assert re.findall(r'data-protocol="(\w+)"', text) == ["eager", "sessioned"]
+    assert "eager vs sessioned" in result.output  # the table is still printed
+
+
+def test_replay_without_a_generation_is_a_usage_error():
+    from typer.testing import CliRunner
+
+    from kctl.cli.rebalance import app
+
+    result = CliRunner().invoke(app, ["explain", "--replay"])
+    assert result.exit_code == 2 and "--replay needs --generation" in result.output

@@ -1,0 +1,37 @@
+"""benchmarks/bench_storm_live.py at a tiny size: three worker processes, both protocols,
+figures from the workers' records next to the simulator's."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_live_storm_reports_both_protocols_next_to_the_simulator(kafka_broker):
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_storm_live.py"), "--connectors", "2",
+         "--tasks", "2", "--bootstrap", kafka_broker.bootstrap, "--json"],
+        capture_output=True, text=True, timeout=900,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    default, sessioned = json.loads(r.stdout)
+    assert (default["protocol"], sessioned["protocol"]) == ("default", "sessioned")
+    for result in (default, sessioned):
+        start, stop = result["start"], result["stop"]
+        assert start["rounds"] >= 1 and stop["rounds"] >= 1
+        assert start["tasks_started"] >= 4 and start["task_starts_metric"] >= 4
+        assert stop["tasks_stopped"] >= 4
+        assert result["simulated"]["start"]["tasks_started"] >= 4
+    # adding a connector under eager restarts what already ran; sessioned never does
+    assert default["start"]["tasks_stopped"] > 0
+    assert sessioned["start"]["tasks_stopped"] == 0

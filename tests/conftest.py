@@ -36,6 +36,10 @@ def pytest_collection_modifyitems(config, items):
 SPARK_WITNESS = Path(tempfile.mkdtemp(prefix="kctl-spark-witness-")) / "starts"
 SPARK_WITNESS.touch()
 os.environ["KCTL_SPARK_WITNESS"] = str(SPARK_WITNESS)
+# A worker process starts Spark when it starts (spark.start: eager) unless told otherwise;
+# most workers the tests start run no Spark task, so they start it when a task asks. A test
+# of the eager start says so in its worker's config.
+os.environ.setdefault("KCTL_SPARK_START", "lazy")
 _witnessed_from = pytest.StashKey[int]()
 
 

@@ -61,6 +61,7 @@ def driver_jars(conf: Mapping[str, str], directory: str = DRIVER_DIR) -> list[st
 START_CONFIG = "spark.start"  # eager (build and warm up when the worker starts) or lazy
 _KCTL_KEYS = ("spark.jdbc.driver.lookup", START_CONFIG)
 START_MODES = ("eager", "lazy")
+START_ENV = "KCTL_SPARK_START"  # the default of spark.start when the config has none
 # The warm-up: rounds of small jobs of the kinds tasks run, until the JIT has compiled
 # Spark's hot paths (a job's fixed cost roughly halves over its first ~50 jobs here) or a
 # task starts using the session (then user data goes first) or the time is up.
@@ -109,7 +110,10 @@ class SparkEngine:
         self.conf: dict[str, str] = {k: str(v) for k, v in conf.items() if k.startswith("spark.")}
         self.master = self.conf.get("spark.master") or DEFAULT_MASTER
         self.kind = master_kind(self.master)
-        self.start_mode = self.conf.get(START_CONFIG, "eager").strip().lower()
+        # KCTL_SPARK_START sets the default for every worker of a shell or a test suite
+        # (most test workers run no Spark task and should not pay for a JVM)
+        self.start_mode = (self.conf.get(START_CONFIG) or os.environ.get(START_ENV)
+                           or "eager").strip().lower()
         if self.start_mode not in START_MODES:
             raise ConfigError(f"Invalid {START_CONFIG} {self.conf[START_CONFIG]!r}: expected "
                               "eager (start Spark with the worker) or lazy (at the first task)",

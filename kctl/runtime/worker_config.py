@@ -129,7 +129,8 @@ WORKER_CONFIG = (
             Importance.LOW,
             "eager: kctl worker start builds the SparkSession in the background as soon as the "
             "worker is up and warms it with a few small jobs, so the first connector's records "
-            "do not wait for the JVM; lazy: when the first task asks for it.", group="Spark")
+            "do not wait for the JVM; lazy: when the first task asks for it. Unset, the "
+            "environment's KCTL_SPARK_START decides (else eager).", group="Spark")
     .define("topic.creation.default.partitions", ConfigType.INT, 1, Range.at_least(1),
             Importance.LOW, "Partitions of topics created when missing.", group="Topics")
     .define("topic.creation.default.replication.factor", ConfigType.SHORT, 1,

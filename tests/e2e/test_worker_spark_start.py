@@ -17,7 +17,8 @@ def test_a_started_worker_builds_and_warms_spark_before_any_connector(tmp_path):
     w = Worker(tmp_path, free_port())
     (tmp_path / "worker.yaml").write_text(json.dumps({
         "state.dir": str(tmp_path / "state"), "listeners": w.url, "spark.master": "local[1]",
-        "spark.driver.memory": "512m", "spark.ui.enabled": "false"}))
+        "spark.driver.memory": "512m", "spark.ui.enabled": "false",
+        "spark.start": "eager"}))  # the suite defaults workers to lazy (tests/conftest.py)
     w.start()
     try:
         log = tmp_path / "worker.log"

@@ -19,7 +19,7 @@ from enum import Enum
 from typing import Any, Protocol, TypeVar
 
 from kctl.api.records import ConnectRecord, SourceRecord
-from kctl.errors import ConnectError, RetriableError
+from kctl.errors import ConnectError, DataError, RetriableError
 from kctl.runtime.connector_config import ERRORS_TOLERANCE_CONFIG
 from kctl.transport.base import LogRecord, Producer, ProducerRecord
 
@@ -326,8 +326,12 @@ class RetryWithToleranceOperator:
         self.last_error_ms = int(time.time() * 1000)
         if callable(executing_class):  # e.g. the transform of a chain that actually failed
             executing_class = executing_class()
-        if not tolerate:  # a step no tolerance covers (a failing poll): say what failed,
-            # whatever errors.tolerance says (it was never a matter of tolerance)
+        if not tolerate and not (self.tolerance is Tolerance.NONE
+                                 and isinstance(e, DataError)):
+            # a step no tolerance covers (a failing poll, e.g. the database went away): say
+            # what failed, whatever errors.tolerance says (it was never a matter of
+            # tolerance). Bad input a poll reports (DataError) under tolerance none is what
+            # tolerance is about: Kafka's wording below.
             raise ConnectError(
                 f"Failed {FAILED_WHILE.get(stage, 'in ' + stage.value)} (stage {stage.value}, "
                 f"class {executing_class}): {type(e).__name__}: {e}") from e

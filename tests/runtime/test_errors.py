@@ -2,7 +2,7 @@
 
 import pytest
 
-from kctl.errors import ConnectError, RetriableError, TransportError
+from kctl.errors import ConnectError, DataError, RetriableError, TransportError
 from kctl.runtime.dlq import read_topic
 from kctl.runtime.error_handling import (
     FAILED,
@@ -175,3 +175,10 @@ def test_a_failing_poll_without_any_tolerance_set_says_what_failed():
     assert message.startswith("Failed reading from the source (poll) (stage TASK_POLL, "
                               "class JdbcSourceTask): ConnectionRefusedError"), message
     assert "Tolerance exceeded" not in message
+    # bad input the poll reported (a malformed line) under tolerance none: that one is a
+    # matter of tolerance, in Kafka Connect's words
+    fn, _ = flaky(1, DataError)
+    with pytest.raises(ConnectError, match=r"^Tolerance exceeded in error handler \(stage "
+                                           r"TASK_POLL"):
+        op(Tolerance.NONE, 0, clock).execute(fn, Stage.TASK_POLL, "FileSourceTask",
+                                             tolerate=False)

@@ -236,9 +236,9 @@ def sink_config_def() -> ConfigDef:
         shared_config_def()
         .define("table.types", ConfigType.LIST, ["TABLE"], importance=Importance.LOW,
                 group=group, doc=(
-                    "TABLE, PARTITIONED_TABLE, VIEW: kctl writes into the table "
-                    "table.name.format names whatever its kind (a view must be one the "
-                    "database can insert into)."))
+                    "What the sink writes into: TABLE and PARTITIONED_TABLE (base tables, "
+                    "partitioned or not) and VIEW (a view the database can insert into); "
+                    "a view not listed fails the task, as in Confluent's sink."))
         .define("date.timezone", ConfigType.STRING, "DB_TIMEZONE",
                 ValidString.in_("DB_TIMEZONE", "UTC"), Importance.LOW, group=group, doc=(
                     "Zone of Date fields: DB_TIMEZONE (db.timezone, which is UTC) or UTC: "

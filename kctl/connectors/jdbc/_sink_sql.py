@@ -227,6 +227,18 @@ def table_columns_query(dialect: Dialect, table: str) -> tuple[str, tuple[Any, .
             f"COALESCE({PARAM}, {current}) AND table_name = {PARAM}", (schema, name))
 
 
+def table_is_view_query(dialect: Dialect, table: str) -> tuple[str, tuple[Any, ...]]:
+    """One row when the table is a view (table.types decides whether the sink writes it)."""
+    parts = split_table(table)
+    schema, name = (parts[-2] if len(parts) > 1 else None), parts[-1]
+    if dialect.name == "sqlite":
+        return f"SELECT 1 FROM sqlite_master WHERE type = 'view' AND name = {PARAM}", (name,)
+    current = "current_schema()" if dialect.name == "postgresql" else "DATABASE()"
+    return (f"SELECT 1 FROM information_schema.tables WHERE table_schema = "
+            f"COALESCE({PARAM}, {current}) AND table_name = {PARAM} AND table_type = 'VIEW'",
+            (schema, name))
+
+
 def _in_range(dialect: Dialect, alias: str = "", winners: bool = True) -> str:
     """Staged rows in a range of STAGING_ROW (bound parameters), the winners only unless
     a single record is written by itself."""

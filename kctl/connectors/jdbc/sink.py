@@ -380,6 +380,7 @@ class JdbcSinkTask(SinkTask):
         self.pk_fields: list[str] = list(c["pk.fields"])
         self.whitelist: set[str] = set(c["fields.whitelist"])
         self.auto_create: bool = c["auto.create"]
+        self.table_types = tuple(t.strip().upper() for t in c["table.types"])
         self.auto_evolve: bool = c["auto.evolve"]
         self.delete_enabled: bool = c["delete.enabled"]
         self.batch_size: int = c["batch.size"]
@@ -900,7 +901,14 @@ class JdbcSinkTask(SinkTask):
         known = self._columns.get(table)
         if known is not None and all(self._norm(c.name) in known for c in columns):
             return
+        first = table not in self._columns
         known = self._columns[table] = self._table_columns(table)
+        if known is not None and first and "VIEW" not in self.table_types:
+            q, params = sql.table_is_view_query(self.dialect, table)
+            if self._query(q, params):  # as Confluent's: views are not among table.types
+                del self._columns[table]
+                raise JdbcSinkError(f"{table} is a view and table.types "
+                                    f"({','.join(self.table_types)}) does not list VIEW")
         if known is None:
             if not self.auto_create:
                 raise JdbcSinkError(f"Table {table} does not exist and auto.create is false")

@@ -143,21 +143,20 @@ def live_run(bootstrap: str, root: Path, protocol: str, *, connectors: int, task
             create_connector(w1, name, datagen(name, tasks, throughput), timeout=timeout)
         created = time.monotonic()
         t1 = wait(lambda: running(w1, names, tasks), timeout, "the storm's connectors running")
-        wall1 = int(time.time() * 1000)
         starts1 = sum(w.task_starts() for w in cluster.workers)
         time.sleep(2)  # the records of the last round reach the status topic
+        wall_mid = int(time.time() * 1000)  # rounds from here on belong to the stop phase
         for name in names:
             delete_connector(w1, name, timeout=timeout)
         deleted = time.monotonic()
         t2 = wait(lambda: emptied(cluster), timeout, "every connector gone")
-        wall2 = int(time.time() * 1000)
-        time.sleep(2)
+        time.sleep(2)  # a deleted task stops before its round completes: wait for the record
         doc = cluster_history(cluster.generations())
     return {
         "protocol": protocol,
-        "start": {**phase(doc, wall0, wall1), "requests_s": round(created - t0, 1),
+        "start": {**phase(doc, wall0, wall_mid - 1), "requests_s": round(created - t0, 1),
                   "stable_s": round(t1 - t0, 1), "task_starts_metric": starts1 - starts0},
-        "stop": {**phase(doc, wall1 + 1, wall2), "requests_s": round(deleted - t1, 1),
+        "stop": {**phase(doc, wall_mid, 1 << 62), "requests_s": round(deleted - t1, 1),
                  "stable_s": round(t2 - t1, 1)},
     }
 

@@ -168,7 +168,7 @@ def test_a_stop_during_the_background_start_does_not_wait_for_it(builder, monkey
         return create()
 
     monkeypatch.setattr(builder, "getOrCreate", slow)
-    engine = SparkEngine({})
+    engine = SparkEngine({"spark.start": "eager"})
     engine.start_in_background()
     assert building.wait(10)
     engine.stop()  # returns while the session is being built
@@ -214,3 +214,14 @@ def test_a_session_start_is_witnessed_for_the_suites_spark_guard(builder, monkey
     engine.spark()
     engine.spark()
     assert witness.read_text() == f"{os.getpid()} local[1]\n"  # one line per session built
+
+
+def test_kctl_spark_start_is_the_default_and_the_config_key_wins(monkeypatch):
+    monkeypatch.setenv("KCTL_SPARK_START", "lazy")
+    assert SparkEngine({}).start_mode == "lazy"
+    assert SparkEngine({"spark.start": "eager"}).start_mode == "eager"
+    monkeypatch.delenv("KCTL_SPARK_START")
+    assert SparkEngine({}).start_mode == "eager"
+    monkeypatch.setenv("KCTL_SPARK_START", "sometimes")
+    with pytest.raises(ConfigError, match="spark.start"):
+        SparkEngine({})

@@ -24,9 +24,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from support.broker import free_port
 from support.waiting import wait_until
-from support.worker import Worker
+from support.worker import LISTENER, Worker
 
 from kctl.api import SchemaBuilder, Struct
 from kctl.api.arrow import PRECISION_PARAM
@@ -48,9 +47,9 @@ SOURCE_ROWS = [
 
 
 def new_worker(tmp_path: Path) -> Worker:
-    w = Worker(tmp_path, free_port())
+    w = Worker(tmp_path)
     (tmp_path / "worker.yaml").write_text(
-        f"state.dir: {tmp_path / 'state'}\nlisteners: {w.url}\noffset.flush.interval.ms: 500\n"
+        f"state.dir: {tmp_path / 'state'}\nlisteners: {LISTENER}\noffset.flush.interval.ms: 500\n"
         "spark.master: local[2]\nspark.driver.memory: 1g\n"
         "spark.driver.extraJavaOptions: -XX:+UseSerialGC -XX:TieredStopAtLevel=1\n")
     return w

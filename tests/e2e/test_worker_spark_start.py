@@ -6,17 +6,16 @@ import json
 import re
 
 import pytest
-from support.broker import free_port
 from support.waiting import wait_until
-from support.worker import Worker
+from support.worker import LISTENER, Worker
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 
 def test_a_started_worker_builds_and_warms_spark_before_any_connector(tmp_path):
-    w = Worker(tmp_path, free_port())
+    w = Worker(tmp_path)
     (tmp_path / "worker.yaml").write_text(json.dumps({
-        "state.dir": str(tmp_path / "state"), "listeners": w.url, "spark.master": "local[1]",
+        "state.dir": str(tmp_path / "state"), "listeners": LISTENER, "spark.master": "local[1]",
         "spark.driver.memory": "512m", "spark.ui.enabled": "false",
         "spark.start": "eager"}))  # the suite defaults workers to lazy (tests/conftest.py)
     w.start()

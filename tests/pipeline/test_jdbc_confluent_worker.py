@@ -22,9 +22,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support.broker import free_port
 from support.waiting import wait_until
-from support.worker import Worker
+from support.worker import LISTENER, Worker
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
@@ -85,9 +84,9 @@ def stack(tmp_path, postgres_db) -> Iterator[tuple[Worker, object]]:
         "INSERT INTO customers SELECT g, 'n' || g FROM generate_series(1, 10) g",
         "CREATE TABLE secrets (id BIGINT PRIMARY KEY, pin TEXT NOT NULL)",
         "INSERT INTO secrets VALUES (1, '0000')")
-    w = Worker(tmp_path, free_port())
+    w = Worker(tmp_path)
     yaml(tmp_path / "worker.yaml", {
-        "state.dir": str(tmp_path / "state"), "listeners": w.url,
+        "state.dir": str(tmp_path / "state"), "listeners": LISTENER,
         "offset.flush.interval.ms": 200, "spark.master": "local[2]",
         "spark.driver.memory": "1g",
         "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"})

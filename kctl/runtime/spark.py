@@ -115,7 +115,7 @@ class SparkEngine:
         self.start_mode = (self.conf.get(START_CONFIG) or os.environ.get(START_ENV)
                            or "eager").strip().lower()
         if self.start_mode not in START_MODES:
-            raise ConfigError(f"Invalid {START_CONFIG} {self.conf[START_CONFIG]!r}: expected "
+            raise ConfigError(f"Invalid {START_CONFIG} {self.start_mode!r}: expected "
                               "eager (start Spark with the worker) or lazy (at the first task)",
                               key=START_CONFIG)
         self._lock = threading.Lock()

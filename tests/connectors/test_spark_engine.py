@@ -223,5 +223,5 @@ def test_kctl_spark_start_is_the_default_and_the_config_key_wins(monkeypatch):
     monkeypatch.delenv("KCTL_SPARK_START")
     assert SparkEngine({}).start_mode == "eager"
     monkeypatch.setenv("KCTL_SPARK_START", "sometimes")
-    with pytest.raises(ConfigError, match="spark.start"):
+    with pytest.raises(ConfigError, match=r"spark\.start"):
         SparkEngine({})

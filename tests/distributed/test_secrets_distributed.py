@@ -10,7 +10,7 @@ import uuid
 import httpx
 import pytest
 from support.secret_connectors import digest
-from support.waiting import wait_until
+from support.waiting import through_rebalances, wait_until
 
 from kctl.launch import DistributedWorker
 from kctl.runtime.dlq import read_topic
@@ -55,10 +55,11 @@ def test_task_configs_and_writes_keep_secrets_out_of_the_config_topic(kafka_brok
             "env-pw": "${env:KCTL_TEST_CLUSTER_PASSWORD}", "literal-pw": LITERAL}
         with httpx.Client(base_url=follower.rest.url, timeout=60) as api:
             for name, password in configs.items():
-                r = api.post("/connectors", json={"name": name, "config": {
-                    "connector.class": "support.secret_connectors.PasswordSourceConnector",
-                    "tasks.max": "2", "connection.password": password,
-                    "probe.file": str(probe)}})
+                r = through_rebalances(lambda n=name, p=password: api.post(
+                    "/connectors", json={"name": n, "config": {
+                        "connector.class": "support.secret_connectors.PasswordSourceConnector",
+                        "tasks.max": "2", "connection.password": p,
+                        "probe.file": str(probe)}}))
                 assert r.status_code == 201, r.text
 
             def running() -> bool:
@@ -81,7 +82,8 @@ def test_task_configs_and_writes_keep_secrets_out_of_the_config_topic(kafka_brok
 
             shown = api.get("/connectors/literal-pw/config").json()
             assert shown["connection.password"] == "[hidden]"
-            r = api.put("/connectors/literal-pw/config", json={**shown, "connection.user": "ops"})
+            r = through_rebalances(lambda: api.put(
+                "/connectors/literal-pw/config", json={**shown, "connection.user": "ops"}))
             assert r.status_code == 200, r.text
             wait_until(lambda: all(w.configs.connector_config("literal-pw")["connection.user"]
                                    == "ops" for w in workers), timeout=30, message="applied")

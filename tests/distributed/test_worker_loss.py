@@ -24,7 +24,7 @@ from support.waiting import wait_until
 
 from kctl.group.assignors.connect import EMPTY, ConnectorsAndTasks, union_all
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]  # FileSource on Spark
 
 LINES = 20_000
 # names of their own: the broker is shared by the test session, and a sink's consumer group

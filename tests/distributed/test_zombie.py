@@ -31,7 +31,7 @@ from support.waiting import wait_until
 from kctl.api import TopicPartition
 from kctl.connectors.file.sink import committed_files, partition_dir, read_claim
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]  # FileSource on Spark
 
 # names of their own: the broker is shared by the test session, and a sink's consumer group
 # is connect-<name>

@@ -22,7 +22,7 @@ from support.worker import LISTENER, Worker
 
 from kctl.connectors.file.source import file_id
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.spark]  # its workers run FileSource on Spark
 
 LINES = 500
 BAD_EVERY = 10  # lines i with i % 10 == 7 are malformed: 10%

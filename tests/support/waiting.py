@@ -1,6 +1,6 @@
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -18,3 +18,15 @@ def wait_until(cond: Callable[[], T], timeout: float = 30.0, interval: float = 0
     extra = f"\n{on_timeout()}" if on_timeout is not None else ""
     raise AssertionError(f"timed out after {timeout}s waiting for {message} (last: {last!r})"
                          + extra)
+
+
+def through_rebalances(call: Callable[[], T], timeout: float = 60.0) -> T:
+    """`call()` (an HTTP request), again while a worker answers 409 because its group is
+    rebalancing, as a Connect client retries; the first other answer is returned."""
+    deadline = time.monotonic() + timeout
+    while True:
+        answer: Any = call()
+        if (getattr(answer, "status_code", None) != 409 or "rebalanc" not in answer.text
+                or time.monotonic() > deadline):
+            return answer
+        time.sleep(0.2)

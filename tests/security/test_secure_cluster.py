@@ -24,10 +24,9 @@ USER, PASSWORD = "operator", "cluster-secret"
 class SecureWorker(ClusterWorker):
     def __init__(self, root: Path, name: str, settings: dict[str, Any]):
         super().__init__(root, name, settings)
-        self.url = self.url.replace("http://", "https://")
         path = self.work / "worker.yaml"
         doc = yaml.safe_load(path.read_text())
-        doc["listeners"] = self.url
+        doc["listeners"] = "https://127.0.0.1:0"  # the worker reports the port it bound
         path.write_text(yaml.safe_dump(doc))
         self.ca = settings["listeners.https.ssl.truststore.location"]
         self.env = {**self.env, "KCTL_CACERT": self.ca, "KCTL_USER": USER,
@@ -36,6 +35,13 @@ class SecureWorker(ClusterWorker):
     def http(self, auth: Any = (USER, PASSWORD)) -> httpx.Client:
         return httpx.Client(base_url=self.url, auth=auth, timeout=30,
                             verify=ssl.create_default_context(cafile=self.ca))
+
+    def _answers(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"worker exited with {self.proc.returncode}:\n"
+                                 + self.log()[-3000:])
+        return self.joined()
 
     def joined(self) -> bool:
         try:

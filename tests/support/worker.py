@@ -22,7 +22,7 @@ from support.waiting import wait_until
 
 TESTS = str(Path(__file__).resolve().parent.parent)
 LISTENER = "http://127.0.0.1:0"
-_LISTENING = re.compile(r"^REST API listening on (http://\S+)$", re.MULTILINE)
+_LISTENING = re.compile(r"^REST API listening on (https?://\S+)$", re.MULTILINE)
 
 
 class Worker:

@@ -25,7 +25,7 @@ LINES = 30_000
 BATCH = 2000
 SOURCE_KILL_AFTER = 3 * BATCH  # the third batch of the text file's 10k lines is held
 SINK_KILL_AFTER = 6 * BATCH  # a committed file of flush.size, at least, in a topic
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.spark]  # its workers run FileSource on Spark
 
 
 def generate(indir: Path) -> list[str]:

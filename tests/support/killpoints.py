@@ -38,6 +38,12 @@ def reached(marker: Path) -> bool:
     return marker.exists()
 
 
+def taken(marker: Path) -> int:
+    """How many records the task had handed over when it stopped at its point (the put or
+    poll that reached it counts whole, so at least the point's number)."""
+    return int(marker.read_text().split()[0])
+
+
 class _Gate:
     def __init__(self, var: str):
         after, _, path = os.environ.get(var, "").partition(":")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the tests need from the system, installed when it is missing: Java for Spark; zsh and
-# fish for the shell-completion tests; the PostgreSQL and MariaDB servers and the JDBC drivers
+# fish for the shell-completion tests; Chromium for the timeline page; the PostgreSQL and MariaDB servers and the JDBC drivers
 # (PostgreSQL, SQLite, MariaDB) the JDBC connectors' tests load into Spark. Installs with
 # apt-get when it runs as root on Debian/Ubuntu; otherwise it stops at once and prints the
 # one command that installs what is missing. Then it starts the database servers on loopback
@@ -19,6 +19,8 @@ command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || missing+=(ma
 [ -e /usr/share/java/postgresql.jar ] || missing+=(libpostgresql-jdbc-java)
 [ -e /usr/share/java/sqlite-jdbc.jar ] || missing+=(libxerial-sqlite-jdbc-java)
 [ -e /usr/share/java/mariadb-java-client.jar ] || missing+=(libmariadb-java)
+# headless Chromium renders the rebalance timeline page in its tests
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 
 if [ ${#missing[@]} -gt 0 ]; then
   install="apt-get update && apt-get install -y ${missing[*]}"

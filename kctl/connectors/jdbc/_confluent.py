@@ -28,9 +28,6 @@ DEFAULT_CREDENTIALS = "io.confluent.connect.jdbc.util.DefaultJdbcCredentialsProv
 QUOTE_ALWAYS, QUOTE_NEVER = "always", "never"
 ISOLATION_MODES = ("DEFAULT", "READ_UNCOMMITED", "READ_COMMITED", "REPEATABLE_READ",
                    "SERIALIZABLE", "SQL_SERVER_SNAPSHOT")
-TIMESTAMP_GRANULARITIES = ("connect_logical", "micros_long", "micros_string",
-                           "micros_iso_datetime_string", "nanos_long", "nanos_string",
-                           "nanos_iso_datetime_string")
 SOURCE_TABLE_TYPES = ("TABLE", "VIEW")  # what kctl's table listing finds
 CONFLUENT_SOURCE_TABLE_TYPES = ("TABLE", "VIEW", "SYSTEM TABLE", "GLOBAL TEMPORARY",
                                 "LOCAL TEMPORARY", "ALIAS", "SYNONYM")

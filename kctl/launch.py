@@ -7,6 +7,7 @@ AbstractConnectCli): `kctl worker start` calls `run_worker`, tests build a
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -302,6 +303,35 @@ def _load_connectors(files: list[str], plugins: Plugins, transformer: Any = None
         raise ConnectorFilesError(f"{len(problems)} connector files have problems:\n"
                                   + "\n".join(problems), warnings)
     return loaded, warnings
+
+
+EXIT_GRACE_S = 10.0
+
+
+def guard_exit(code: int, grace_s: float = EXIT_GRACE_S) -> None:
+    """Make sure a stopped worker's process ends: once `run_worker` has returned, a thread
+    left behind (a task abandoned while its SparkSession was still starting; py4j's
+    callback server) can keep the interpreter from exiting, and a service manager then
+    waits forever on a worker that said "worker stopped". Everything is stopped and
+    flushed by then, so after `grace_s` the process leaves with `code` regardless."""
+    import os
+    import sys
+
+    def leave() -> None:
+        time.sleep(grace_s)
+        stuck = [t.name for t in threading.enumerate()
+                 if t is not threading.current_thread() and not t.daemon
+                 and t is not threading.main_thread()]
+        log.warning("The worker stopped but its process did not exit within %.0f s "
+                    "(threads still running: %s); exiting", grace_s,
+                    ", ".join(stuck) or "none; an exit handler hangs")
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        logging.shutdown()
+        os._exit(code)
+
+    threading.Thread(target=leave, name="exit-guard", daemon=True).start()
 
 
 class ConnectorFilesError(ConfigError):

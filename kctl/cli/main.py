@@ -316,9 +316,11 @@ def worker_start(
 ) -> None:
     """Start a worker in the foreground: standalone (embedded defaults without CONFIG), or a
     member of a distributed cluster when CONFIG sets group.id."""
-    from kctl.launch import run_worker  # heavy: only for this command
+    from kctl.launch import guard_exit, run_worker  # heavy: only for this command
 
-    raise typer.Exit(run_worker(config, list(connectors or []), console, err_console))
+    code = run_worker(config, list(connectors or []), console, err_console)
+    guard_exit(code)
+    raise typer.Exit(code)
 
 
 # -- connectors ------------------------------------------------------------------------------

@@ -143,8 +143,12 @@ class StandaloneHerder(AbstractHerder):
                     restart_tasks = []
                 else:
                     self._w.stop_connector(name)
-                    self._w.start_connector(name, self._require(name), target,
-                                            self._request_reconfiguration)
+                    if self._w.start_connector(name, self._require(name), target,
+                                               self._request_reconfiguration) \
+                            and target is not TargetState.STOPPED:
+                        # as Kafka's herders do on a connector start: the restarted
+                        # connector may see a new world (a table that appeared)
+                        self._request_reconfiguration(name)
             for t in restart_tasks:
                 self.on_task_state(TaskId(name, t), State.RESTARTING)
                 self._restart_task(name, t)

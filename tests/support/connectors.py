@@ -108,6 +108,21 @@ class CounterSourceTask(SourceTask):
         pass
 
 
+class LingeringSourceConnector(CounterSourceConnector):
+    """A counter whose task starts a thread that never ends and is not a daemon, as a
+    library a connector uses can (py4j's callback server is one)."""
+
+    def task_class(self):
+        return LingeringSourceTask
+
+
+class LingeringSourceTask(CounterSourceTask):
+    def start(self, props: Mapping[str, str]) -> None:
+        super().start(props)
+        threading.Thread(target=threading.Event().wait, name="library-thread-that-lingers",
+                         daemon=False).start()
+
+
 class CollectingSinkConnector(SinkConnector):
     def config(self) -> ConfigDef:
         return ConfigDef().define("fail.first.puts", ConfigType.INT, 0, doc="Retriable failures")

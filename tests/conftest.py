@@ -12,6 +12,12 @@ from support.databases import Database, start_mariadb, start_postgres
 
 from kctl.runtime.spark import SparkEngine
 
+# pytest-xdist's workers run with COLUMNS=80 and LINES=24 set; the CLI's consoles would take
+# them as the terminal's size (a test widening the terminal later could not). Every run sees
+# what a serial run in CI sees: no terminal size given.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+
 # Markers mean what they say: a test that uses the real broker or a SparkSession carries
 # `broker` or `spark`, so `-m "not spark and not broker and not slow"` is a fast suite.
 SPARK_FIXTURES = {"engine"}

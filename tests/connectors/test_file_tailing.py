@@ -9,6 +9,7 @@ import gzip
 import logging
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -271,16 +272,24 @@ def as_nobody() -> Iterator[None]:
         os.seteuid(0)
 
 
+def shared_with_nobody(tmp_path: Path) -> Path:
+    """A directory `nobody` can reach: pytest's base directories are private to root, and
+    how many levels there are depends on the run (xdist adds one per worker)."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    top = Path(tempfile.gettempdir()).resolve()
+    for d in (shared, *Path(shared).resolve().parents):
+        if d == top or top not in d.parents:
+            break
+        with contextlib.suppress(PermissionError):
+            d.chmod(0o755)
+    return shared
+
+
 @pytest.mark.parametrize("tolerance", ["none", "all"])
 def test_an_unreadable_file_is_reported_and_retried_while_others_flow(engine, tmp_path,
                                                                       tolerance):
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    for d in (tmp_path, shared):
-        d.chmod(0o755)
-    with contextlib.suppress(PermissionError):  # pytest's root dir is private to root
-        Path(tmp_path).parent.chmod(0o755)
-        Path(tmp_path).parent.parent.chmod(0o755)
+    shared = shared_with_nobody(tmp_path)
     good, locked = shared / "good.log", shared / "locked.log"
     append(good, lines("G", 1, 10))
     append(locked, lines("S", 1, 3))
@@ -347,13 +356,7 @@ def test_without_a_reporter_an_undecodable_line_fails_naming_file_and_line(engin
 
 
 def test_a_file_deleted_before_it_could_be_read_is_a_counted_loss(engine, tmp_path, caplog):
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    for d in (tmp_path, shared):
-        d.chmod(0o755)
-    with contextlib.suppress(PermissionError):
-        Path(tmp_path).parent.chmod(0o755)
-        Path(tmp_path).parent.parent.chmod(0o755)
+    shared = shared_with_nobody(tmp_path)
     locked = shared / "locked.log"
     append(locked, lines("S", 1, 3))  # 9 bytes
     locked.chmod(0)

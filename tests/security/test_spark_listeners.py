@@ -5,14 +5,14 @@ spark.* settings say otherwise."""
 from __future__ import annotations
 
 import ipaddress
-import os
+import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from kctl.runtime.spark import SparkEngine
 from kctl.runtime.worker_config import WorkerConfig
 
 
@@ -40,8 +40,21 @@ def _listening(pid: int) -> list[str]:
     return [line.split()[3] for line in out.splitlines() if f"pid={pid}," in line]
 
 
-def _jvm_pid() -> int:
-    out = subprocess.run(["pgrep", "-P", str(os.getpid())], capture_output=True, text=True)
+# A fresh process: a SparkSession is one per process, and another test's (an xdist worker
+# runs many) would be handed back instead of one built from these settings.
+_ENGINE = """
+import json, os, sys
+from kctl.runtime.spark import SparkEngine
+engine = SparkEngine(json.loads(sys.argv[1]))
+engine.spark().range(3).count()
+print(os.getpid(), flush=True)
+sys.stdin.readline()  # the test looks at the sockets, then lets it stop
+engine.stop()
+"""
+
+
+def _jvm_of(pid: int) -> int:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
     pids = [int(p) for p in out.stdout.split()]
     java = [p for p in pids if "java" in Path(f"/proc/{p}/cmdline").read_text()]
     assert java, "no JVM child process"
@@ -52,12 +65,19 @@ def _jvm_pid() -> int:
 def test_a_loopback_workers_spark_listens_only_on_loopback(tmp_path):
     settings = conf(tmp_path, listeners="http://127.0.0.1:8083",
                     **{"spark.master": "local[1]", "spark.driver.memory": "512m"})
-    engine = SparkEngine(settings)
+    proc = subprocess.Popen([sys.executable, "-c", _ENGINE, json.dumps(settings)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        engine.spark().range(3).count()
-        addresses = _listening(_jvm_pid())
+        assert proc.stdout is not None and proc.stdin is not None
+        pid = int(proc.stdout.readline())
+        addresses = _listening(_jvm_of(pid))
+        proc.stdin.write("done\n")
+        proc.stdin.flush()
+        assert proc.wait(120) == 0
     finally:
-        engine.stop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
     assert addresses, "the JVM listens on nothing?"
     for address in addresses:
         host = re.sub(r"^\[?(.*?)\]?:\d+$", r"\1", address).split("%")[0]

@@ -55,6 +55,7 @@ from kctl.group.protocol import (
     StopWork,
 )
 from kctl.runtime.abstract_herder import AbstractHerder
+from kctl.runtime.lost_work import LostWork
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.worker import Worker
 from kctl.runtime.worker_config import WorkerConfig
@@ -110,10 +111,6 @@ class Reconfigure:
 HerderEvent = ConfigEvent | Reconfigure
 
 
-def _utc(ms: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
-
-
 @dataclass
 class _Snapshot:
     """What the ConnectHandler puts in JoinGroup and the leader assigns from: the config
@@ -167,7 +164,7 @@ class DistributedHerder(AbstractHerder):
         self._reconfigure: dict[str, float] = {}  # connector -> when to try (again)
         self._rejoin: str | None = None
         self._leader_url: str | None = None
-        self._lost_since: dict[str, tuple[str, int]] = {}  # lost work -> (worker, when)
+        self._lost_work = LostWork(config_store, status_store)
         self._cannot_join: str | None = None  # why the group refused this worker
         self._join_backoff = 0.0
         self._retry_join_at: float | None = None
@@ -299,43 +296,9 @@ class DistributedHerder(AbstractHerder):
                                      record.to_json())
         self.history.append(record)
         if record.is_leader:
-            self._note_lost_work(record)
+            self._lost_work.note(record)
         log.info("Joined generation %d (leader %s): assigned %s, revoked %s", record.generation,
                  record.leader, record.assigned.to_json(), record.revoked.to_json())
-
-    def _note_lost_work(self, record: GenerationRecord) -> None:
-        """Work held back for `scheduled.rebalance.max.delay.ms` runs nowhere: its status
-        says so (UNASSIGNED, naming the lost worker, when it was lost and when the work is
-        reassigned) instead of what the dead worker last wrote."""
-        sets = record.sets or {}
-        waiting = (ConnectorsAndTasks.from_json(sets.get("lost", {}))
-                   - ConnectorsAndTasks.from_json(sets.get("lost_reassigned", {})))
-        keys = {*waiting.connectors, *map(str, waiting.tasks)}
-        self._lost_since = {k: v for k, v in self._lost_since.items() if k in keys}
-        if waiting.is_empty or record.delay_ms <= 0:
-            return
-        due = _utc(record.at_ms + record.delay_ms)
-        for name in sorted(waiting.connectors):
-            if self.configs.contains(name):
-                entry = self.statuses.connector_state(name)
-                worker, trace = self._lost_note(name, entry, record.at_ms, due)
-                self.statuses.put_connector_state(name, State.UNASSIGNED, worker, trace)
-        for tid in sorted(waiting.tasks):
-            if self.configs.contains(tid.connector):
-                entry = self.statuses.task_state(tid.connector, tid.task)
-                worker, trace = self._lost_note(str(tid), entry, record.at_ms, due)
-                self.statuses.put_task_state(tid.connector, tid.task, State.UNASSIGNED,
-                                             worker, trace)
-
-    def _lost_note(self, key: str, entry: Any, at_ms: int, due: str) -> tuple[str, str]:
-        if key not in self._lost_since:
-            worker = entry.worker_id if entry is not None and entry.worker_id else "unknown"
-            self._lost_since[key] = (worker, at_ms)
-        worker, since = self._lost_since[key]
-        return worker, (f"Worker {worker} left the group (stopped, or its session expired); "
-                        f"lost at {_utc(since)}, this runs nowhere until it is reassigned at "
-                        f"{due} (scheduled.rebalance.max.delay.ms, unless {worker} rejoins "
-                        "first)")
 
     def _record_departure(self) -> None:
         """`rebalance history` tells a clean leave from a lost session by this note."""

@@ -237,6 +237,7 @@ def test_a_crashed_workers_tasks_wait_for_the_scheduled_delay_then_move(cluster)
     c.leader.create_connector(name, sharded(6))
     all_running(c, name, 6)
     lost = c.owned()["w3"][1]
+    w3_id = c.herders["w3"].worker_id
     generation = c.group.coordinator.generation
 
     c.crash("w3")
@@ -249,6 +250,15 @@ def test_a_crashed_workers_tasks_wait_for_the_scheduled_delay_then_move(cluster)
     owned = {t for _, ts in c.owned().values() for t in ts}
     assert owned.isdisjoint(lost) and len(owned) == 6 - len(lost)
     assert c.leader.history[-1].delay_ms == delay
+    # meanwhile no status claims them RUNNING on the dead worker: UNASSIGNED, with a note
+    # naming it, when they were lost and when they move
+    tasks = {t.task: t for t in c.leader.connector_status(name).tasks}
+    for tid in lost:
+        t = tasks[tid.task]
+        assert t.state is State.UNASSIGNED, t
+        assert t.trace is not None and f"Worker {t.worker_id} left the group" in t.trace
+        assert "runs nowhere until it is reassigned at" in t.trace
+        assert t.worker_id == w3_id
 
     # the delay runs out: the leader rejoins, which starts a generation that places them
     c.group.advance(delay)

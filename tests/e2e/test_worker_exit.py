@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import time
 
 import pytest
@@ -31,7 +32,12 @@ def test_ctrl_c_ends_the_process_even_when_a_task_left_a_thread_running(tmp_path
     assert w.proc is not None
     w.proc.send_signal(signal.SIGINT)
     asked = time.monotonic()
-    code = w.proc.wait(EXIT_GRACE_S + 30)
+    try:
+        code = w.proc.wait(EXIT_GRACE_S + 30)
+    except subprocess.TimeoutExpired:
+        w.kill()
+        raise AssertionError("the process outlived its stopped worker:\n"
+                             + w.log()[-3000:]) from None
     log = w.log()
     assert code == 0, log[-3000:]
     assert "worker stopped" in log

@@ -29,7 +29,8 @@ from kctl.group.assignors.connect import (
     connect_assignor,
 )
 from kctl.group.history import INPUTS_KEPT, AssignorInputs
-from kctl.group.protocol import AssignmentOutcome, JoinMember
+from kctl.group.messages import JoinMember
+from kctl.group.protocol import AssignmentOutcome
 from kctl.states import TaskId
 
 __all__ = [

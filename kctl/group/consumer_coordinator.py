@@ -30,7 +30,8 @@ from kctl.group.assignors.consumer import (
     TopicPartition,
     consumer_assignor,
 )
-from kctl.group.protocol import AssignmentOutcome, JoinMember
+from kctl.group.messages import JoinMember
+from kctl.group.protocol import AssignmentOutcome
 
 __all__ = [
     "ASSIGNMENT_STRATEGY_CONFIG",

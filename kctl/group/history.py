@@ -19,7 +19,8 @@ from kctl.group.assignors.connect import (
     ConnectorsAndTasks,
     WorkerMetadata,
 )
-from kctl.group.protocol import GroupMember, JoinGroup
+from kctl.group.messages import JoinGroup
+from kctl.group.protocol import GroupMember
 
 __all__ = [
     "INPUTS_KEPT",

@@ -21,15 +21,13 @@ from collections.abc import Callable
 from typing import Any
 
 from kctl.errors import ConnectError
+from kctl.group.coordinator import Coordinator, GroupState
 from kctl.group.driver import MemberAction
 from kctl.group.history import GenerationCompleted, GenerationRecorder
+from kctl.group.messages import CoordinatorReply, JoinGroupResponse, SyncGroupResponse
 from kctl.group.protocol import (
-    Coordinator,
-    CoordinatorReply,
     GroupMember,
-    GroupState,
     HeartbeatDue,
-    JoinGroupResponse,
     Leave,
     MemberFailed,
     MemberState,
@@ -39,7 +37,6 @@ from kctl.group.protocol import (
     Start,
     StartWork,
     StopWork,
-    SyncGroupResponse,
 )
 
 __all__ = ["InProcessGroup", "InProcessGroupDriver"]

@@ -26,21 +26,24 @@ from kctl.group.assignors.connect import (
 )
 from kctl.group.connect_coordinator import ConnectHandler
 from kctl.group.consumer_coordinator import ConsumerHandler
+from kctl.group.coordinator import Coordinator, GroupState
 from kctl.group.history import GenerationRecord, GenerationRecorder
-from kctl.group.protocol import (
-    Coordinator,
+from kctl.group.messages import (
     CoordinatorReply,
     ErrorCode,
-    GroupMember,
-    GroupState,
     Heartbeat,
-    HeartbeatDue,
     HeartbeatResponse,
     JoinGroup,
     JoinGroupResponse,
-    Leave,
     LeaveGroup,
     LeaveGroupResponse,
+    SyncGroup,
+    SyncGroupResponse,
+)
+from kctl.group.protocol import (
+    GroupMember,
+    HeartbeatDue,
+    Leave,
     MemberFailed,
     MemberState,
     RequestRejoin,
@@ -48,8 +51,6 @@ from kctl.group.protocol import (
     Start,
     StartWork,
     StopWork,
-    SyncGroup,
-    SyncGroupResponse,
 )
 from kctl.rebalance.scenario import Event, Scenario
 from kctl.transport.assignor_plugins import assignment_strategy

@@ -46,14 +46,8 @@ from kctl.group.history import (
     departure_key,
     record_key,
 )
-from kctl.group.protocol import (
-    ErrorCode,
-    GroupMember,
-    MemberFailed,
-    MemberState,
-    StartWork,
-    StopWork,
-)
+from kctl.group.messages import ErrorCode
+from kctl.group.protocol import GroupMember, MemberFailed, MemberState, StartWork, StopWork
 from kctl.runtime.abstract_herder import AbstractHerder
 from kctl.runtime.lost_work import LostWork
 from kctl.runtime.plugins import Plugins

@@ -26,7 +26,8 @@ from typing import Any
 from kctl.api.records import TopicPartition
 from kctl.group.consumer_coordinator import ASSIGNMENT_STRATEGY_CONFIG, ConsumerHandler
 from kctl.group.history import GenerationCompleted
-from kctl.group.protocol import ErrorCode, GroupMember, MemberFailed, StartWork, StopWork
+from kctl.group.messages import ErrorCode
+from kctl.group.protocol import GroupMember, MemberFailed, StartWork, StopWork
 from kctl.transport.assignor_plugins import assignment_strategy
 from kctl.transport.kafka_group import CONSUMER_CODEC, BrokerGroupDriver
 

@@ -26,20 +26,24 @@ from kctl.group import connect_coordinator as connect_wire
 from kctl.group import consumer_protocol as consumer_wire
 from kctl.group.driver import MemberAction
 from kctl.group.history import GenerationCompleted, GenerationRecorder
-from kctl.group.protocol import (
+from kctl.group.messages import (
     COORDINATOR_MOVED,
     FENCED,
     MEMBER_ERRORS,
     ErrorCode,
-    GroupMember,
     Heartbeat,
     HeartbeatResponse,
     JoinGroup,
     JoinGroupResponse,
     JoinMember,
-    Leave,
     LeaveGroup,
     LeaveGroupResponse,
+    SyncGroup,
+    SyncGroupResponse,
+)
+from kctl.group.protocol import (
+    GroupMember,
+    Leave,
     MemberFailed,
     RequestRejoin,
     ScheduleTimer,
@@ -47,8 +51,6 @@ from kctl.group.protocol import (
     Start,
     StartWork,
     StopWork,
-    SyncGroup,
-    SyncGroupResponse,
 )
 
 log = logging.getLogger(__name__)

@@ -19,10 +19,10 @@ import pytest
 
 from kctl.group.assignors.connect import EMPTY, ConnectorsAndTasks, configured_work, union_all
 from kctl.group.connect_coordinator import ConnectHandler
+from kctl.group.coordinator import Coordinator
+from kctl.group.messages import JoinGroup
 from kctl.group.protocol import (
-    Coordinator,
     GroupMember,
-    JoinGroup,
     Leave,
     MemberFailed,
     MemberState,

@@ -10,21 +10,24 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kctl.errors import ProtocolError
-from kctl.group.protocol import (
-    AssignmentOutcome,
-    Coordinator,
+from kctl.group.coordinator import Coordinator, GroupState, select_protocol
+from kctl.group.messages import (
     CoordinatorReply,
     ErrorCode,
-    GroupMember,
-    GroupState,
     Heartbeat,
-    HeartbeatDue,
     HeartbeatResponse,
     JoinGroup,
     JoinGroupResponse,
     JoinMember,
-    Leave,
     LeaveGroup,
+    SyncGroup,
+    SyncGroupResponse,
+)
+from kctl.group.protocol import (
+    AssignmentOutcome,
+    GroupMember,
+    HeartbeatDue,
+    Leave,
     MemberFailed,
     MemberState,
     RequestRejoin,
@@ -32,9 +35,6 @@ from kctl.group.protocol import (
     Start,
     StartWork,
     StopWork,
-    SyncGroup,
-    SyncGroupResponse,
-    select_protocol,
 )
 
 # ----------------------------------------------------------------------------- coordinator

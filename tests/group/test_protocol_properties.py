@@ -6,10 +6,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from kctl.group.protocol import (
-    Coordinator,
+from kctl.group.coordinator import Coordinator, GroupState
+from kctl.group.messages import (
     ErrorCode,
-    GroupState,
     Heartbeat,
     JoinGroup,
     JoinGroupResponse,

@@ -1,7 +1,7 @@
 """One coordinator: the embedded log's consumer groups, the simulator behind `kctl rebalance
 explain` and the assignor called directly tell the same story, round by round.
 
-The embedded groups drive `kctl.group.protocol.Coordinator` and `GroupMember` with the
+The embedded groups drive `kctl.group.coordinator.Coordinator` and `GroupMember` with the
 log's clock; the simulator drives the same classes on its fake clock. Each story runs on
 both; every completed generation must have the same members and assignments, and each
 assignment must be what the assignor computes from the subscriptions the group carried.

@@ -13,7 +13,7 @@ acknowledged records survive the death of the process.
 
 Committed consumer offsets live in the compacted internal topic ``__consumer_offsets``.
 Consumer groups are in-process and run kctl's group protocol itself: one
-``kctl.group.protocol.Coordinator`` per group and one ``GroupMember`` with its
+``kctl.group.coordinator.Coordinator`` per group and one ``GroupMember`` with its
 ``ConsumerHandler`` per consumer (``groups.py``), the state machines and assignors the
 simulator behind ``kctl rebalance explain`` drives, chosen per consumer by
 ``partition.assignment.strategy`` as on a Kafka cluster. A membership change runs its whole

@@ -1,6 +1,6 @@
 """Consumer groups in process: kctl's group protocol, driven by the embedded log.
 
-Each group is one `kctl.group.protocol.Coordinator` and each consumer one `GroupMember`
+Each group is one `kctl.group.coordinator.Coordinator` and each consumer one `GroupMember`
 with its `ConsumerHandler`: the state machines and assignors the simulator behind
 `kctl rebalance explain` drives. The embedded log supplies what the simulator fakes:
 the clock (`now_ms`) and delivery. Delivery is synchronous under the groups' lock, so a
@@ -34,10 +34,10 @@ from kctl.group.consumer_coordinator import (
     ConsumerHandler,
     Partitions,
 )
+from kctl.group.coordinator import Coordinator, GroupState
+from kctl.group.messages import SyncGroupResponse
 from kctl.group.protocol import (
-    Coordinator,
     GroupMember,
-    GroupState,
     HeartbeatDue,
     Leave,
     MemberFailed,
@@ -46,7 +46,6 @@ from kctl.group.protocol import (
     Send,
     Start,
     StopWork,
-    SyncGroupResponse,
 )
 
 log = logging.getLogger(__name__)

@@ -33,7 +33,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = REPO_ROOT / "completions"
 
 # Positional arguments that name files although typed `str` (they also accept `-` for
-# stdin, so kctl.cli.main keeps them strings). Path- and file-typed parameters need no entry.
+# stdin, so the command modules keep them strings). Path- and file-typed parameters need no entry.
 FILE_ARGUMENTS = frozenset({"file", "files", "config", "connectors"})
 
 _WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # a command name

@@ -25,9 +25,8 @@ _root: dict[str, Any] = {}
 
 
 def remember_root(ctx: typer.Context) -> None:
-    """Keep the options given to `kctl` itself (--url, --context, --output). Taken from the
-    root context: under `python -m kctl.cli.main` the module holding kctl's own state is
-    `__main__`, not the `kctl.cli.main` an import here would load."""
+    """Keep the options given to `kctl` itself (--url, --context, --output), taken from the
+    root context (the same values `kctl.cli.common.state` holds)."""
     _root.clear()
     _root.update(ctx.find_root().params)
 
@@ -39,7 +38,7 @@ def root_option(name: str) -> Any:
 def worker_client() -> Any:
     """The REST client for the worker named by --url / KCTL_URL / --context / the context."""
     from kctl.cli.client import Client
-    from kctl.cli.main import run
+    from kctl.cli.common import run
 
     url = root_option("url")
     if not url:
@@ -65,7 +64,7 @@ def describe(
     """Members, generation, leader and protocol of the worker group (each member's URL,
     client id, connectors and tasks), or a sink's consumer group (members, partitions,
     committed offsets, lag)."""
-    from kctl.cli.main import fail, run
+    from kctl.cli.common import fail, run
 
     remember_root(ctx)
     chosen = output or getattr(root_option("output"), "value", None) or "table"

@@ -221,8 +221,8 @@ def _write_html(path: Path, docs: list[Any], title: str) -> None:
 
 def _get(path: str, params: dict[str, Any] | None = None) -> Any:
     """GET from the worker named by --url / KCTL_URL / the context (kctl's main options)."""
+    from kctl.cli.common import run
     from kctl.cli.group import worker_client
-    from kctl.cli.main import run
 
     return run(lambda: worker_client().get(path, params=params or {}))
 

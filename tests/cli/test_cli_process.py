@@ -239,11 +239,12 @@ def test_an_unexpected_exception_is_one_line_unless_debug():
     probe = textwrap.dedent("""
         import sys
         import kctl.cli.main as m
+        from kctl.cli.client import Client
 
         def broken(*args, **kwargs):
             raise RuntimeError("client exploded")
 
-        m.Client.request = broken
+        Client.request = broken
         sys.argv = ["kctl", *sys.argv[1:]]
         m.main()
     """)

@@ -83,7 +83,7 @@ def test_module_stays_light():
 # --- staleness detection is real: a changed CLI changes every script -------------------------
 
 
-class Level(str, Enum):  # noqa: UP042 - like kctl.cli.main.Output
+class Level(str, Enum):  # noqa: UP042 - like kctl.cli.common.Output
     low = "low"
     high = "high"
 

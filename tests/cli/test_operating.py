@@ -273,7 +273,7 @@ def test_metrics_show_a_sink_task_catching_up_per_partition(kctl, worker):
 def test_status_metrics_show_what_a_file_source_lost():
     """FileSource counts bytes never read (a truncated or deleted file); `connector status
     --metrics` shows them next to the record counts."""
-    from kctl.cli.main import _task_counters
+    from kctl.cli.connector import _task_counters
 
     text = ("# TYPE kafka_connect_connector_task_metrics_file_bytes_lost counter\n"
             'kafka_connect_connector_task_metrics_file_bytes_lost_total{connector="tail",task="0"}'

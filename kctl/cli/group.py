@@ -21,31 +21,13 @@ app = typer.Typer(help="Describe the worker group and sink connectors' consumer 
                   no_args_is_help=True)
 
 
-_root: dict[str, Any] = {}
-
-
-def remember_root(ctx: typer.Context) -> None:
-    """Keep the options given to `kctl` itself (--url, --context, --output), taken from the
-    root context (the same values `kctl.cli.common.state` holds)."""
-    _root.clear()
-    _root.update(ctx.find_root().params)
-
-
-def root_option(name: str) -> Any:
-    return _root.get(name)
-
-
 def worker_client() -> Any:
-    """The REST client for the worker named by --url / KCTL_URL / --context / the context."""
-    from kctl.cli.client import Client
-    from kctl.cli.common import run
+    """The REST client every command uses: the worker named by --url / KCTL_URL / --context,
+    verified and authenticated as `kctl connector ...` is (--cacert, --insecure, the
+    context's or KCTL_USER's credentials, --timeout)."""
+    from kctl.cli.common import client
 
-    url = root_option("url")
-    if not url:
-        from kctl.cli.contexts import Contexts
-
-        url = run(lambda: Contexts.load().url(root_option("context")))
-    return Client(url)
+    return client()
 
 
 @app.callback()
@@ -55,7 +37,6 @@ def _group() -> None:
 
 @app.command()
 def describe(
-    ctx: typer.Context,
     group: Annotated[str | None, typer.Argument(
         help="The group: the worker group (default) or connect-<sink connector>.")] = None,
     output: Annotated[str | None, typer.Option("--output", "-o", help="table, json or yaml")]
@@ -64,10 +45,9 @@ def describe(
     """Members, generation, leader and protocol of the worker group (each member's URL,
     client id, connectors and tasks), or a sink's consumer group (members, partitions,
     committed offsets, lag)."""
-    from kctl.cli.common import fail, run
+    from kctl.cli.common import fail, run, state
 
-    remember_root(ctx)
-    chosen = output or getattr(root_option("output"), "value", None) or "table"
+    chosen = output or getattr(state.output, "value", None) or "table"
     if chosen not in ("table", "json", "yaml"):
         raise fail(f"--output {chosen!r}: expected table, json or yaml", ExitStatus.USAGE)
     http = worker_client()

@@ -43,7 +43,6 @@ def _group() -> None:
 
 @app.command()
 def explain(
-    ctx: typer.Context,
     scenario: Annotated[
         Path | None,
         typer.Option("--scenario", "-s", help="Scenario YAML (see docs/rebalance.md)."),
@@ -112,9 +111,6 @@ def explain(
     if replay and generation is None:
         _fail("error: --replay needs --generation N (the live round to replay)")
     if generation is not None:
-        from kctl.cli.group import remember_root
-
-        remember_root(ctx)
         _explain_live(generation, replay=replay, output=output, width=width, html=html,
                       trace=trace)
         return
@@ -285,7 +281,6 @@ def _since(text: str | None) -> str | None:
 
 @app.command()
 def history(
-    ctx: typer.Context,
     last: Annotated[int | None, typer.Option("--last", "-n", help="Only the last N rounds.")]
     = None,
     connector: Annotated[
@@ -307,10 +302,8 @@ def history(
 ) -> None:
     """The live cluster's recent rebalances, merged from every worker's records: why each
     happened, who led, what moved (the document `explain -o json` writes)."""
-    from kctl.cli.group import remember_root
     from kctl.rebalance import explain as ex
 
-    remember_root(ctx)
     if last is not None and last < 0:
         _fail("error: --last must be 0 or more")
     params = {k: v for k, v in (("last", last), ("connector", connector),

@@ -173,6 +173,10 @@ def test_kctl_keeps_ca_and_credentials_in_a_private_context(worker, tls_files, t
     assert "builder" not in added.stdout
     listed = kctl(None, "connector", "list", env=env)
     assert listed.returncode == 0, listed.stderr
+    # the group commands use the same client: CA and credentials of the context
+    history = kctl(None, "rebalance", "history", "-o", "json", env=env)
+    assert "unauthorized" not in history.stderr and "certificate" not in history.stderr, \
+        history.stderr
     # the context's password never goes to a URL given on the command line
     elsewhere = kctl(url, "--cacert", str(tls_files.ca), "connector", "list", env=env)
     assert elsewhere.returncode == 1 and "unauthorized" in elsewhere.stderr

@@ -21,9 +21,10 @@ from kctl.api import ConnectError
 from kctl.connectors.jdbc import JdbcSinkConnector, JdbcSourceConnector
 from kctl.connectors.jdbc._confluent import isolation_statement
 from kctl.connectors.jdbc._sink_sql import drop_table
+from kctl.connectors.jdbc._source_settings import CONFIG_DEF as SOURCE_DEF
+from kctl.connectors.jdbc._source_settings import TASK_TABLES, _Settings
+from kctl.connectors.jdbc._source_sql import _one_statement
 from kctl.connectors.jdbc.sink import CONFIG_DEF as SINK_DEF
-from kctl.connectors.jdbc.source import CONFIG_DEF as SOURCE_DEF
-from kctl.connectors.jdbc.source import TASK_TABLES, _one_statement, _Settings
 from kctl.errors import ConfigError
 
 KEYS_FILE = Path(jdbc_package.__file__).with_name("confluent_keys.txt")

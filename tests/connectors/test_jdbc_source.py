@@ -20,9 +20,11 @@ from support.waiting import wait_until
 from kctl.api import ConnectError, DataError, SourceRecord, Struct
 from kctl.api.data import DATE, DECIMAL, TIMESTAMP, Type
 from kctl.connectors.jdbc import JdbcSourceConnector, JdbcSourceTask
+from kctl.connectors.jdbc import _source_settings as settings_module
 from kctl.connectors.jdbc import source as source_module
 from kctl.connectors.jdbc._common import dialect_for
-from kctl.connectors.jdbc.source import TASK_TABLES, group_tables
+from kctl.connectors.jdbc._source_settings import TASK_TABLES
+from kctl.connectors.jdbc.source import group_tables
 from kctl.runtime.plugins import BUILTIN_CONNECTORS
 
 pytestmark = pytest.mark.spark
@@ -674,7 +676,8 @@ def test_a_missing_driver_is_named_with_what_to_install(engine, postgres_db, mon
 
     real = dialect_for(postgres_db.url)
     fake = dataclass_replace(real, driver_class="org.example.NoSuchDriver")
-    monkeypatch.setattr(source_module, "dialect_for", lambda url, **kw: fake)
+    # the task's settings (kctl.connectors.jdbc._source_settings) choose the dialect
+    monkeypatch.setattr(settings_module, "dialect_for", lambda url, **kw: fake)
     with pytest.raises(ConnectError) as e:
         start_task(engine, OffsetStore(), props_for(postgres_db), [])
     assert "\n" not in str(e.value)

@@ -499,7 +499,7 @@ def test_retries_run_out_after_max_retries(engine, postgres_db):
     task, _ = start_task(engine, postgres_db, **{"batch.size": "1", "max.retries": "1"})
     task.open([TP])
     task.put([rec(0)])
-    task.url = task.url.replace(f":{postgres_db.server.port}/", ":1/")  # the server is gone
+    task._db.url = task._db.url.replace(f":{postgres_db.server.port}/", ":1/")  # the server is gone
     kill_connections(postgres_db)
     with pytest.raises(RetriableError):
         task.put([rec(1)])
@@ -574,7 +574,7 @@ def test_staging_tables_of_dead_tasks_are_swept_and_live_ones_kept(engine, reque
     alive.put([rec(1)])
     alive.flush({})
     assert len(staging_tables(db)) == 3
-    dead._db.close()  # SIGKILL: stop() never runs, the session (and its lock) ends
+    dead._db.conn.close()  # SIGKILL: stop() never runs, the session (and its lock) ends
     late, _ = start_task(engine, db)
     late.open([TP])
     late.put([rec(2)])
@@ -582,7 +582,7 @@ def test_staging_tables_of_dead_tasks_are_swept_and_live_ones_kept(engine, reque
     kept = staging_tables(db)
     assert len(kept) == 3, "the dead task's staging went, the live ones stayed"
     assert all(st.name in kept for t in (alive, late, other_table)
-               for st in t._staging.values())
+               for st in t._writer.staging.values())
     for t in (alive, late, other_table):
         t.stop()
     assert staging_tables(db) == [], "stop() drops a task's staging tables"
@@ -656,7 +656,7 @@ def test_exactly_once_a_crash_before_the_commit_leaves_nothing_behind(engine, jd
     task.open([TP])
     task.put([rec(i) for i in range(10)])
     task.flush({})
-    conn = task._conn()  # the crash comes right before the transaction commits
+    conn = task._db.connect()  # the crash comes right before the transaction commits
 
     class Dying:
         def __getattr__(self, attr: str) -> Any:
@@ -664,7 +664,7 @@ def test_exactly_once_a_crash_before_the_commit_leaves_nothing_behind(engine, jd
 
         def commit(self) -> None:
             raise Crash()
-    task._db = Dying()
+    task._db.conn = Dying()
     task.put([rec(i) for i in range(10, 25)])
     with pytest.raises(Crash):
         task.flush({})

@@ -27,7 +27,7 @@ from kctl.connectors.file.tracking import FileState
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-log = logging.getLogger("kctl.connectors.file.source")
+log = logging.getLogger("kctl.connectors.file.source")  # the logger the task always had
 
 CORRUPT = "_corrupt_record"
 _INFER_SAMPLE = 1000

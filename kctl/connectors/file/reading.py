@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from kctl.connectors.file.tracking import FINGERPRINT_BYTES, FileState, fingerprint
 
-log = logging.getLogger("kctl.connectors.file.source")
+log = logging.getLogger("kctl.connectors.file.source")  # the logger the task always had
 
 _READ_CHUNK = 8 << 20
 

@@ -15,7 +15,8 @@ from file_support import ConnectorContext, FakeClock, OffsetStore, SourceContext
 
 from kctl.api import DataError, SourceRecord, Struct, Type, partition_key
 from kctl.connectors.file import FileSourceConnector, FileSourceTask
-from kctl.connectors.file.source import CONFIG_DEF, file_id
+from kctl.connectors.file.source import CONFIG_DEF
+from kctl.connectors.file.tracking import file_id
 from kctl.errors import ValidationError
 
 pytestmark = pytest.mark.spark

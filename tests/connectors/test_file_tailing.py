@@ -437,9 +437,9 @@ def test_a_broken_parquet_file_is_reported_while_the_good_one_is_read(engine, tm
 
 def test_with_many_files_idle_ones_are_closed_and_still_followed(engine, tmp_path,
                                                                 monkeypatch):
-    from kctl.connectors.file import source
+    from kctl.connectors.file import tracking
 
-    monkeypatch.setattr(source, "_MAX_OPEN", 2)
+    monkeypatch.setattr(tracking, "_MAX_OPEN", 2)
     for n in range(5):
         append(tmp_path / f"f{n}.log", [f"{n}-a"])
     store = OffsetStore()

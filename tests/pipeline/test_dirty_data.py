@@ -20,7 +20,7 @@ from support.files import committed_lines
 from support.waiting import wait_until
 from support.worker import LISTENER, Worker
 
-from kctl.connectors.file.source import file_id
+from kctl.connectors.file.tracking import file_id
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]  # its workers run FileSource on Spark
 

@@ -34,10 +34,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.broker)
         if names & SPARK_FIXTURES:
             item.add_marker(pytest.mark.spark)
-    # The stories with worker processes take a minute or two each and mostly wait: start
-    # them first, so the test processes share them out and the quick tests fill the gaps,
-    # instead of a long story starting last and running alone (stable: order kept within).
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 # Worker processes a test starts inherit this; a SparkEngine that builds a session writes

@@ -144,11 +144,17 @@ class SparkEngine:
         if not getattr(self._warming, "on", False):
             self._asked.set()
         session = self._session
-        if session is not None:
+        if session is not None and _alive(session):
             return session
         with self._lock:
             if self._stopped:
                 raise ConnectError("The Spark engine has been stopped (worker shutting down)")
+            if self._session is not None and not _alive(self._session):
+                # a local session is one per process: another engine of this process (an
+                # in-process worker, a test's) stopped it under us; build a new one
+                log.warning("The SparkSession was stopped elsewhere in this process; "
+                            "starting a new one")
+                self._session = None
             if self._session is None:
                 session = self._build()
                 if self._stopped:  # stop() came while the JVM started: it left it to us
@@ -304,6 +310,15 @@ class SparkEngine:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _alive(session: Any) -> bool:
+    """False once the session's SparkContext was stopped (pyspark drops its Java handle);
+    a Spark Connect session has no local context to lose."""
+    try:
+        return session.sparkContext._jsc is not None
+    except Exception:  # Spark Connect: no sparkContext on the client
+        return True
 
 
 def _stop_quietly(session: Any) -> None:

@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 from support.waiting import wait_until
 
 from kctl.errors import ConfigError, ConnectError
-from kctl.runtime.spark import SparkEngine, master_kind
+from kctl.runtime.spark import SparkEngine, master_kind, small_conf
 
 
 class RecordingBuilder:
@@ -225,3 +225,14 @@ def test_kctl_spark_start_is_the_default_and_the_config_key_wins(monkeypatch):
     monkeypatch.setenv("KCTL_SPARK_START", "sometimes")
     with pytest.raises(ConfigError, match=r"spark\.start"):
         SparkEngine({})
+
+
+def test_a_session_another_engine_of_the_process_stopped_is_built_again(engine):
+    """A local SparkSession is one per process: a second engine in it (an in-process worker,
+    a test's) is handed the same session, and stopping that engine stops it for both."""
+    assert engine.spark().range(2).count() == 2
+    other = SparkEngine(small_conf("local[2]"))
+    assert other.spark().sparkContext is engine.spark().sparkContext
+    other.stop()
+    # the first engine notices, builds a new session and runs on it
+    assert engine.spark().range(3).count() == 3

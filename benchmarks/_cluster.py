@@ -233,8 +233,8 @@ class SpiedWorker(Worker):
     `profile`), when `profile` is set: here py-spy cannot attach to a running process, so
     it starts the worker itself. `pid` is the worker's own process either way."""
 
-    def __init__(self, work: Path, port: int, profile: str | None = None):
-        super().__init__(work, port)
+    def __init__(self, work: Path, profile: str | None = None):
+        super().__init__(work)
         self.profile = profile
 
     def launch(self, *connector_files: Path) -> None:

@@ -37,7 +37,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 from _cluster import (
     SpiedWorker,
@@ -51,8 +50,8 @@ from _cluster import (
     status,
 )
 from _pipeline import CommittedLines, generate, make_value, verify_output
-from support.broker import free_port  # tests/ is on the path through _cluster
 from support.cluster import cluster_settings
+from support.worker import LISTENER  # tests/ is on the path through _cluster
 
 POLL_S = 0.05
 
@@ -68,13 +67,13 @@ def raw_copy(paths: list[Path], out: Path) -> float:
     return time.perf_counter() - start
 
 
-def worker_config(work: Path, port: int, mode: str, args: argparse.Namespace,
+def worker_config(work: Path, mode: str, args: argparse.Namespace,
                   bootstrap: str | None) -> dict[str, Any]:
-    conf: dict[str, Any] = {"listeners": f"http://127.0.0.1:{port}",
+    conf: dict[str, Any] = {"listeners": LISTENER,
                             "state.dir": str(work / "state"), "spark.master": args.master,
                             "spark.start": mode, "offset.flush.interval.ms": 1000}
     if bootstrap is not None:
-        conf = {**cluster_settings(bootstrap, f"fresh-{port}"), **conf,
+        conf = {**cluster_settings(bootstrap, f"fresh-{work.name}-{os.getpid()}"), **conf,
                 "spark.driver.memory": "1g", "spark.driver.extraJavaOptions": "",
                 "session.timeout.ms": 10000, "heartbeat.interval.ms": 1000,
                 "rebalance.timeout.ms": 10000, "exactly.once.source.support": "disabled"}
@@ -86,25 +85,17 @@ def one_worker(root: Path, mode: str, n: int, args: argparse.Namespace,
                bootstrap: str | None, place: str) -> dict[str, Any]:
     work = root / f"worker-{place}-{mode}"
     work.mkdir(parents=True)
-    port = free_port()
-    (work / "worker.yaml").write_text(yaml.safe_dump(worker_config(work, port, mode, args,
+    (work / "worker.yaml").write_text(yaml.safe_dump(worker_config(work, mode, args,
                                                                    bootstrap)))
     indir, outdir, staged = work / "in", work / "out", work / "staged"
     staged_files = generate(staged, n, 4)
     indir.mkdir()
     (indir / "probe.jsonl").write_text(json.dumps(make_value(n)) + "\n")
-    worker = SpiedWorker(work, port, args.profile and f"{args.profile}.{place}.{mode}.txt")
+    worker = SpiedWorker(work, args.profile and f"{args.profile}.{place}.{mode}.txt")
     launched = time.perf_counter()
     worker.launch()
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{worker.url}/", timeout=2).status_code == 200:
-                    break
-            if worker.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError((work / "worker.log").read_text()[-3000:])
-            time.sleep(POLL_S)
+        worker.wait_for_rest(timeout=120)
         rest_up = time.perf_counter() - launched
         time.sleep(args.up)
         source = {"connector.class": "FileSource", "path": str(indir), "format": "json",

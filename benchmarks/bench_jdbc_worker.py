@@ -25,7 +25,6 @@ BOOLEAN: the columns `bench_jdbc_sink.py` writes) in a scratch database:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
@@ -34,7 +33,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 from _cluster import (
     SpiedWorker,
     cpu_seconds,
@@ -46,7 +44,7 @@ from _cluster import (
     status,
 )
 from bench_jdbc_sink import COLUMNS, Database, copy, jdbc_sink, make_table, verify
-from support.broker import free_port  # tests/ is on the path through _cluster
+from support.worker import LISTENER  # tests/ is on the path through _cluster
 
 WARMUP_ROWS = 20_000
 
@@ -67,23 +65,16 @@ def count(db: Database, table: str) -> int:
 
 
 def start_worker(work: Path, profile: str | None) -> SpiedWorker:
-    port = free_port()
-    worker = SpiedWorker(work, port, profile)
+    worker = SpiedWorker(work, profile)
     (work / "worker.yaml").write_text(json.dumps({
-        "state.dir": str(work / "state"), "listeners": worker.url,
+        "state.dir": str(work / "state"), "listeners": LISTENER,
         "spark.master": "local[2]", "spark.driver.memory": "2g"}))
     # offset.flush.interval.ms stays at its default (10 s): a sink's offset commit writes
     # everything it has buffered, so committing every second makes JdbcSink write small
     # batches (a Spark job each)
     worker.launch()
-    deadline = time.monotonic() + 180
-    while True:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{worker.url}/", timeout=2).status_code == 200:
-                return worker
-        if worker.proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError((work / "worker.log").read_text()[-3000:])
-        time.sleep(0.1)
+    worker.wait_for_rest(timeout=180)
+    return worker
 
 
 def spark_ready(work: Path) -> bool:

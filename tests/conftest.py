@@ -8,6 +8,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 from support.broker import start_broker
+from support.cluster import SINK_CONSUMERS
 from support.databases import Database, start_mariadb, start_postgres
 
 from kctl.runtime.spark import SparkEngine
@@ -34,6 +35,34 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.broker)
         if names & SPARK_FIXTURES:
             item.add_marker(pytest.mark.spark)
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers > 1:
+        items[:] = slow_at_the_heads(items, workers)
+
+
+def slow_at_the_heads(items: list, workers: int) -> list:
+    """The order that lets xdist's worksteal share the worker-process stories out.
+
+    worksteal splits the collection into one contiguous part per test process and lets an
+    idle process steal from the tail of a busy one. The stories with worker processes take
+    a minute or two each and mostly wait: dealt round-robin to the heads of the parts they
+    start at once, side by side, and the quick tests behind them are what gets stolen.
+    The order is the same in every test process, as xdist requires.
+    """
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    quick = [item for item in items if not item.get_closest_marker("slow")]
+    parts: list[list] = [[] for _ in range(workers)]
+    for index, item in enumerate(slow):
+        parts[index % workers].append(item)
+    remaining = len(items)
+    for number, part in enumerate(parts):
+        size = remaining // (workers - number)  # worksteal's first split
+        remaining -= size
+        take = max(0, size - len(part))
+        part.extend(quick[:take])
+        del quick[:take]
+    parts[-1].extend(quick)
+    return [item for part in parts for item in part]
 
 
 # Worker processes a test starts inherit this; a SparkEngine that builds a session writes
@@ -101,7 +130,7 @@ def transport_settings(request):
     """Worker settings for each transport: the embedded log, then the real broker."""
     if request.param == "broker":
         return {"bootstrap.servers": request.getfixturevalue("kafka_broker").bootstrap,
-                "topic.creation.default.replication.factor": 1}
+                "topic.creation.default.replication.factor": 1, **SINK_CONSUMERS}
     return {}
 
 

@@ -20,9 +20,10 @@ RECORDS = "2000"
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 
-def run_benchmark(script: str) -> str:
+def run_benchmark(script: str, *options: str) -> str:
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--quick",
-                        "--records", RECORDS], capture_output=True, text=True, timeout=540)
+                        "--records", RECORDS, *options], capture_output=True, text=True,
+                       timeout=540)
     assert r.returncode == 0, f"{script} failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
     return r.stdout
 
@@ -56,7 +57,8 @@ def test_file_pipeline_benchmark_prints_rates_and_ratios():
 
 @pytest.mark.broker
 def test_broker_pipeline_benchmark_prints_rates_ratios_and_tolerance_cost():
-    out = run_benchmark("bench_broker_pipeline.py")
+    # one run of each errors.tolerance setting: each run waits for its consumer group's join
+    out = run_benchmark("bench_broker_pipeline.py", "--tolerance-runs", "1")
     for label in ("pipeline: FileSource -> broker", "pipeline: broker -> FileSink"):
         assert "records/s" in line_with(out, label)
     for label in ("raw: confluent-kafka produce", "raw: confluent-kafka consume"):
@@ -66,6 +68,21 @@ def test_broker_pipeline_benchmark_prints_rates_ratios_and_tolerance_cost():
     assert "target < 5%" in line_with(out, "cost of all")
     assert "excluded from timing: SparkSession start" in out
     every_run_verified(out)
+
+
+def test_fresh_worker_benchmark_times_the_first_record_and_checks_the_output():
+    """One fresh `kctl worker start` (eager Spark) at a tiny size: the benchmark starts the
+    worker the way a user does, so it breaks when the worker's start does."""
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_fresh_worker.py"),
+                        "--records", RECORDS, "--up", "0", "--idle", "0", "--modes", "eager",
+                        "--on", "embedded"], capture_output=True, text=True, timeout=540)
+    assert r.returncode == 0, f"bench_fresh_worker.py failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
+    out = r.stdout
+    run = line_with(out, "embedded spark.start eager run 1:")
+    assert "first record" in run and "idle RSS python" in run
+    assert f"output verified: {int(RECORDS) + 1:,} lines, every id exactly once" in run
+    assert "(target <= 3)" in line_with(out, "embedded spark.start eager: first record")
+    assert "raw Python copy" in out
 
 
 def test_dlq_show_benchmark_checks_every_format_and_prints_client_time():

@@ -15,7 +15,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from support.waiting import wait_until
 from support.worker import LISTENER, Worker
 
-SESSION_MS = 6000
+SESSION_MS = 4000
+# Sink tasks' consumer groups, test-sized: the test broker completes a JoinGroup half a
+# session timeout after the first member's, so the default 10 s made every sink group round
+# 5 s (the worker's `consumer.` prefix sets the sink consumers' defaults).
+SINK_CONSUMERS = {"consumer.session.timeout.ms": 4000, "consumer.heartbeat.interval.ms": 500}
 
 
 def cluster_settings(bootstrap: str, group: str, **extra: Any) -> dict[str, Any]:
@@ -28,13 +32,13 @@ def cluster_settings(bootstrap: str, group: str, **extra: Any) -> dict[str, Any]
         "status.storage.replication.factor": 1, "offset.storage.partitions": 5,
         "status.storage.partitions": 2, "topic.creation.default.replication.factor": 1,
         "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 500,
-        "rebalance.timeout.ms": SESSION_MS, "scheduled.rebalance.max.delay.ms": 0,
+        "rebalance.timeout.ms": 6000, "scheduled.rebalance.max.delay.ms": 0,
         "offset.flush.interval.ms": 200, "task.shutdown.graceful.timeout.ms": 2000,
         "spark.master": "local[1]", "spark.driver.memory": "512m",
         "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",
         "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
         "spark.start": "lazy",  # only the tests that run Spark jobs start a JVM
-        **extra}
+        **SINK_CONSUMERS, **extra}
 
 
 class ClusterWorker(Worker):

@@ -48,10 +48,14 @@ class Worker:
     def start(self, *connector_files: Path) -> None:
         """Start the process and wait until its REST API answers."""
         self.launch(*connector_files)
-        self._url = wait_until(self._reported_url, timeout=90, interval=0.05,
+        self.wait_for_rest()
+
+    def wait_for_rest(self, timeout: float = 90) -> None:
+        """Wait for a launched worker to report its URL (it binds port 0) and answer."""
+        self._url = wait_until(self._reported_url, timeout=timeout, interval=0.05,
                                message="the worker's REST API listening",
                                on_timeout=lambda: self.log()[-3000:])
-        wait_until(self._answers, timeout=30, message="worker REST up",
+        wait_until(self._answers, timeout=30, interval=0.05, message="worker REST up",
                    on_timeout=lambda: self.log()[-3000:])
 
     def launch(self, *connector_files: Path) -> None:

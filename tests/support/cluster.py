@@ -16,6 +16,7 @@ from support.waiting import wait_until
 from support.worker import LISTENER, Worker
 
 SESSION_MS = 4000
+REBALANCE_MS = 6000  # a member stopping tasks (up to 2 s each) still rejoins in time
 # Sink tasks' consumer groups, test-sized: the test broker completes a JoinGroup half a
 # session timeout after the first member's, so the default 10 s made every sink group round
 # 5 s (the worker's `consumer.` prefix sets the sink consumers' defaults).
@@ -32,7 +33,7 @@ def cluster_settings(bootstrap: str, group: str, **extra: Any) -> dict[str, Any]
         "status.storage.replication.factor": 1, "offset.storage.partitions": 5,
         "status.storage.partitions": 2, "topic.creation.default.replication.factor": 1,
         "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 500,
-        "rebalance.timeout.ms": 6000, "scheduled.rebalance.max.delay.ms": 0,
+        "rebalance.timeout.ms": REBALANCE_MS, "scheduled.rebalance.max.delay.ms": 0,
         "offset.flush.interval.ms": 200, "task.shutdown.graceful.timeout.ms": 2000,
         "spark.master": "local[1]", "spark.driver.memory": "512m",
         "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",

@@ -13,10 +13,14 @@ _kctl_command() {
             opts='--url --context --cacert --insecure --output -o --debug --timeout --install-completion --show-completion --help'
             vopts='--url --context --cacert --output -o --timeout' ;;
         'kctl worker')
-            subs='start'
+            subs='start prepare'
             opts='--help'
             vopts='' ;;
         'kctl worker start')
+            subs=''
+            opts='--help'
+            vopts='' ;;
+        'kctl worker prepare')
             subs=''
             opts='--help'
             vopts='' ;;
@@ -268,6 +272,10 @@ _kctl_argument() {
             case $2 in
                 0) kind=file ;;
                 *) kind=file ;;
+            esac ;;
+        'kctl worker prepare')
+            case $2 in
+                0) kind=file ;;
             esac ;;
         'kctl connector create')
             case $2 in

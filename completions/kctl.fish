@@ -8,7 +8,7 @@ function __kctl_subcommands --description 'Subcommands of the kctl command path 
         case ''
             printf '%s\n' worker connector plugins dlq context logger rebalance group
         case 'worker'
-            printf '%s\n' start
+            printf '%s\n' start prepare
         case 'connector'
             printf '%s\n' list get config status create apply patch pause resume stop delete restart validate offsets
         case 'connector offsets'
@@ -166,12 +166,17 @@ complete -c kctl -n '__kctl_at' -l help -d 'Show this message and exit.'
 
 # kctl worker
 complete -c kctl -n '__kctl_at worker' -a start -d 'Start a worker in the foreground: standalone (embedded defaults without CONFIG), or a'
+complete -c kctl -n '__kctl_at worker' -a prepare -d 'Record Spark\'s class data so this machine\'s workers start their JVM in about half the'
 complete -c kctl -n '__kctl_at worker' -l help -d 'Show this message and exit.'
 
 # kctl worker start
 complete -c kctl -n '__kctl_at worker start' -l help -d 'Show this message and exit.'
 complete -c kctl -n '__kctl_arg 0 worker start' -F
 complete -c kctl -n '__kctl_arg 1+ worker start' -F
+
+# kctl worker prepare
+complete -c kctl -n '__kctl_at worker prepare' -l help -d 'Show this message and exit.'
+complete -c kctl -n '__kctl_arg 0 worker prepare' -F
 
 # kctl connector
 complete -c kctl -n '__kctl_at connector' -a list -d 'List connectors with their states.'

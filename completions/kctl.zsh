@@ -64,12 +64,14 @@ _kctl_worker() {
         command)
             local -a commands=(
                 'start:Start a worker in the foreground: standalone (embedded defaults without CONFIG), or a'
+                'prepare:Record Spark'\''s class data so this machine'\''s workers start their JVM in about half the'
             )
             _describe -t commands 'kctl worker command' commands && ret=0 ;;
         argument)
             curcontext=${curcontext%:*:*}:kctl-worker-$line[1]:
             case $line[1] in
                 start) _kctl_worker_start && ret=0 ;;
+                prepare) _kctl_worker_prepare && ret=0 ;;
             esac ;;
     esac
     return ret
@@ -81,6 +83,13 @@ _kctl_worker_start() {
         '--help[Show this message and exit.]' \
         '1:config:_files' \
         '*:connectors:_files'
+}
+
+# kctl worker prepare
+_kctl_worker_prepare() {
+    _arguments \
+        '--help[Show this message and exit.]' \
+        '1:config:_files'
 }
 
 # kctl connector

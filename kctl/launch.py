@@ -446,3 +446,39 @@ def _serve(config_path: str | None, connector_files: list[str], console: Any, er
         worker.stop()
         console.print("worker stopped", highlight=False)
     return ExitStatus.SUCCESS
+
+
+def prepare_spark(config_path: str | None, console: Any, err: Any) -> int:
+    """Record Spark's class data now (what a worker's first local JVM does when it stops),
+    so every worker of this machine or image starts its JVM from the archive."""
+    from kctl.runtime import class_data
+
+    try:
+        config = WorkerConfig.from_file(config_path)
+        engine = SparkEngine(config.spark_conf())
+    except KctlError as e:
+        err.print(f"error: {e}", highlight=False, markup=False, soft_wrap=True)
+        return ExitStatus.USAGE
+    if engine.class_data == "off" or engine.kind == "connect":
+        why = ("spark.class.data.sharing is off" if engine.class_data == "off"
+               else "a Spark Connect worker runs no JVM of its own")
+        console.print(f"nothing to prepare: {why}", highlight=False, markup=False, soft_wrap=True)
+        return ExitStatus.SUCCESS
+    archive = class_data.ClassArchive.for_this_machine()
+    if archive is None:
+        err.print("error: no java found (JAVA_HOME or PATH): Spark needs Java 17 or later",
+                  highlight=False, markup=False, soft_wrap=True)
+        return ExitStatus.USAGE
+    if not archive.ready:
+        console.print("starting Spark and recording the classes its jobs load...",
+                      highlight=False, markup=False, soft_wrap=True)
+        try:
+            engine.start_and_warm_up(rounds=1)
+        finally:
+            engine.stop()
+        if not archive.ready:
+            err.print(f"error: the JVM wrote no class data to {archive.path} (see the log)",
+                      highlight=False, markup=False, soft_wrap=True)
+            return ExitStatus.ERROR
+    console.print(f"Spark's class data: {archive.path}", highlight=False, markup=False, soft_wrap=True)
+    return ExitStatus.SUCCESS

@@ -1,4 +1,5 @@
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -64,6 +65,27 @@ def slow_at_the_heads(items: list, workers: int) -> list:
     parts[-1].extend(quick)
     return [item for part in parts for item in part]
 
+
+def prepare_spark_classes() -> None:
+    """Record Spark's class data before any test starts a JVM (once a machine: the archive
+    stays in kctl's cache), so the ~50 JVMs the suite starts all map it, and no worker a
+    test stops spends its stop writing it. Done here, in the one process that runs before
+    xdist's test processes (or the only one), not in each of them."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    from kctl.runtime.class_data import ClassArchive
+
+    archive = ClassArchive.for_this_machine()
+    if archive is None or archive.ready:
+        return
+    done = subprocess.run([sys.executable, "-m", "kctl.cli.main", "worker", "prepare"],
+                          capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:  # the tests still run, each JVM only slower
+        print(f"kctl worker prepare failed:\n{done.stdout}{done.stderr[-3000:]}",
+              file=sys.stderr)
+
+
+prepare_spark_classes()
 
 # Worker processes a test starts inherit this; a SparkEngine that builds a session writes
 # "pid master" into the file (kctl/runtime/spark.py), so the guard below sees Spark started in

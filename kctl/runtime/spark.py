@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kctl.errors import ConfigError, ConnectError
+from kctl.runtime import class_data
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -59,7 +60,7 @@ def driver_jars(conf: Mapping[str, str], directory: str = DRIVER_DIR) -> list[st
 
 # kctl's own keys among the spark.* settings: never passed to Spark
 START_CONFIG = "spark.start"  # eager (build and warm up when the worker starts) or lazy
-_KCTL_KEYS = ("spark.jdbc.driver.lookup", START_CONFIG)
+_KCTL_KEYS = ("spark.jdbc.driver.lookup", START_CONFIG, class_data.CONFIG)
 START_MODES = ("eager", "lazy")
 START_ENV = "KCTL_SPARK_START"  # the default of spark.start when the config has none
 # The warm-up: rounds of small jobs of the kinds tasks run, until the JIT has compiled
@@ -67,6 +68,9 @@ START_ENV = "KCTL_SPARK_START"  # the default of spark.start when the config has
 # task starts using the session (then user data goes first) or the time is up.
 WARM_UP_ROUNDS = 12
 WARM_UP_SECONDS = 30.0
+# How long a stop waits for a JVM that records Spark's class data to write it (once a
+# machine; about 10 s here)
+RECORD_TIMEOUT = 60.0
 
 # What tasks and the warm-up import lazily (see SparkEngine.preload).
 _PRELOAD = ("pyarrow", "pyarrow.compute", "pyarrow.json", "pyarrow.parquet", "pyspark.sql",
@@ -124,6 +128,9 @@ class SparkEngine:
         self._background: threading.Thread | None = None
         self._warming = threading.local()  # set on the warm-up thread
         self._asked = threading.Event()  # a task asked for the session
+        self.class_data = class_data.mode_of(self.conf)
+        # the archive this engine's JVM records, to be kept when the JVM exits
+        self._recording: class_data.ClassArchive | None = None
         self.warm_up_jobs = 0  # jobs the warm-up ran (for logs and tests)
 
     @property
@@ -168,11 +175,13 @@ class SparkEngine:
         own, so the worker answers at once and the first connector finds Spark ready."""
         if self.start_mode != "eager" or self._background is not None:
             return
-        self._background = threading.Thread(target=self._start_and_warm_up,
+        self._background = threading.Thread(target=self.start_and_warm_up,
                                             name="spark-start", daemon=True)
         self._background.start()
 
-    def _start_and_warm_up(self) -> None:
+    def start_and_warm_up(self, rounds: int | None = None) -> None:
+        """Build the session and run the warm-up's jobs on this thread (`rounds` of them:
+        one loads every class tasks use, which is what recording class data needs)."""
         self._warming.on = True
         started = time.monotonic()
         try:
@@ -186,13 +195,13 @@ class SparkEngine:
             return
         log.info("SparkSession ready in %.1f s; warming up", time.monotonic() - started)
         try:
-            self._warm_up(time.monotonic() + WARM_UP_SECONDS)
+            self._warm_up(time.monotonic() + WARM_UP_SECONDS, rounds)
         except Exception as e:  # stopped meanwhile, or a job failed: only the warm-up ends
             log.debug("Spark warm-up ended early: %s", e)
         log.info("Spark warm-up: %d jobs, %.1f s after the start", self.warm_up_jobs,
                  time.monotonic() - started)
 
-    def _warm_up(self, deadline: float) -> None:
+    def _warm_up(self, deadline: float, rounds: int | None = None) -> None:
         """Small jobs of the kinds tasks run (Arrow in and out, Parquet, JSON and text
         reads and writes, a filter and a sort), in a temporary directory; stops as soon
         as a task asks for the session, the engine stops, or the deadline passes."""
@@ -200,7 +209,7 @@ class SparkEngine:
         import pyarrow.parquet as pq
 
         # on a remote server (Connect) only the client's side warms here
-        rounds = 2 if self.kind == "connect" else WARM_UP_ROUNDS
+        rounds = rounds or (2 if self.kind == "connect" else WARM_UP_ROUNDS)
         n = 2000
         table = pa.table({"id": pa.array(range(n), pa.int64()),
                           "name": [f"name-{i % 97}" for i in range(n)],
@@ -269,7 +278,12 @@ class SparkEngine:
             from pyspark.sql import SparkSession
         except ImportError as e:  # pragma: no cover - pyspark is a hard dependency
             raise ConnectError(f"pyspark is not installed: {e}") from e
+        from pyspark import SparkContext
+
         conf = self._effective_conf()
+        archive = None
+        if self.kind != "connect" and SparkContext._gateway is None:  # this launches the JVM
+            archive = self._class_archive(conf)
         builder: Any = SparkSession.builder
         if self.kind == "connect":
             builder = builder.remote(self.master)
@@ -286,8 +300,26 @@ class SparkEngine:
             session = builder.getOrCreate()
         except Exception as e:
             raise ConnectError(f"Could not start Spark with master {self.master}: {e}") from e
+        if archive is not None and not archive.ready:
+            self._recording = archive
         _freeze_startup_objects()
         return session
+
+    def _class_archive(self, conf: dict[str, str]) -> class_data.ClassArchive | None:
+        """Adds the class-data archive's options to the JVM's (class_data.py says why)."""
+        if self.class_data == "off":
+            return None
+        try:
+            archive = class_data.ClassArchive.for_this_machine()
+            if archive is None:
+                return None
+            opts = archive.java_options()
+        except OSError as e:  # an unwritable cache costs the speed-up, never the start
+            log.info("Spark's class data cannot be cached (%s); starting without", e)
+            return None
+        key = "spark.driver.defaultJavaOptions"
+        conf[key] = f"{conf.get(key, '')} {opts}".strip()
+        return archive
 
     def stop(self) -> None:
         """Stop the session if one was started; later spark() calls fail. A session still
@@ -304,6 +336,9 @@ class SparkEngine:
         if session is not None:
             log.info("Stopping SparkSession")
             _stop_quietly(session)
+        if self._recording is not None:
+            archive, self._recording = self._recording, None
+            _exit_jvm_keeping(archive)
 
     def __enter__(self) -> SparkEngine:
         return self
@@ -319,6 +354,38 @@ def _alive(session: Any) -> bool:
         return session.sparkContext._jsc is not None
     except Exception:  # Spark Connect: no sparkContext on the client
         return True
+
+
+def _exit_jvm_keeping(archive: class_data.ClassArchive) -> None:
+    """End the JVM this process launched, so it writes the class data it recorded, and put
+    the archive in place. The next session of this process launches a new JVM."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if gateway is None or proc is None or proc.stdin is None:
+        return
+    log.info("Saving Spark's class data for faster starts (once per Java and Spark version)")
+    try:
+        gateway.shutdown()
+    except Exception as e:  # the JVM may be gone already; its stdin still ends it
+        log.debug("Closing the py4j gateway: %s", e)
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    try:
+        proc.stdin.close()  # the gateway JVM exits when its stdin closes
+        proc.wait(RECORD_TIMEOUT)
+    except Exception as e:  # too slow or gone: the next worker records again
+        log.info("Spark's JVM did not exit within %.0f s; class data not saved: %s",
+                 RECORD_TIMEOUT, e)
+        return
+    if proc.returncode != 0:  # a JVM that died mid-write leaves a file that would crash
+        log.info("Spark's JVM exited with %s; class data not saved", proc.returncode)
+        return
+    try:
+        archive.keep_recording()
+    except OSError as e:
+        log.info("Spark's class data could not be saved to %s: %s", archive.path, e)
 
 
 def _stop_quietly(session: Any) -> None:

@@ -121,6 +121,24 @@ def test_files_rotate_by_time_on_the_injected_clock(engine, tmp_path):
     assert task.pre_commit(current(3)) == current(3)
 
 
+def test_an_empty_put_writes_a_file_whose_time_is_up(engine, tmp_path):
+    """The worker puts nothing on an empty poll (as Kafka Connect does), so the last records
+    before a quiet spell are written on time, not at the next offset commit."""
+    clock = FakeClock()
+    task, _ = start_task(engine, tmp_path, clock, **{"flush.size": "1000",
+                                                     "rotate.interval.ms": "1000",
+                                                     "delivery.guarantee": "exactly_once"})
+    task.open([TP])
+    task.put([rec(0)])
+    task.put([])
+    task.wait_for_writes()
+    assert ids_in(tmp_path) == []  # not yet due
+    clock.advance(1.5)
+    task.put([])
+    task.wait_for_writes()
+    assert ids_in(tmp_path) == [0]
+
+
 def test_partitions_get_their_own_directories(engine, tmp_path):
     other = TopicPartition("orders", 3)
     task, _ = start_task(engine, tmp_path)

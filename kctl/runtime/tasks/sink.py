@@ -177,6 +177,8 @@ class WorkerSinkTask(WorkerTask):
                 if polled:
                     self.counters.batch(sum(map(len, polled)))
                     self._deliver_columns(polled)
+                else:
+                    self._put_nothing()
                 self.idle_release.tick(len(polled))
             else:
                 batch = self.consumer.poll_batch(self.max_poll_records, 0.2)
@@ -184,6 +186,8 @@ class WorkerSinkTask(WorkerTask):
                 if batch:
                     self.counters.batch(len(batch))
                     self._deliver(batch)
+                else:
+                    self._put_nothing()
                 self.idle_release.tick(len(batch))
             now = self.clock()
             if now >= next_commit or self.commit_requested:
@@ -196,6 +200,12 @@ class WorkerSinkTask(WorkerTask):
             if self.topics_regex is not None and now >= next_topic_scan:
                 self._subscribe()
                 next_topic_scan = now + 5
+
+    def _put_nothing(self) -> None:
+        """An empty poll is an empty put, as Kafka Connect does: a sink that writes on time
+        (FileSink's rotate.interval.ms, JdbcSink's buffer) sees the clock between batches,
+        not only when records or the next offset commit come."""
+        self._put(lambda: self.task.put([]), 0)
 
     def _measure_lag(self) -> None:
         """Records behind the end of each assigned partition (for `/metrics`); a failure

@@ -352,6 +352,9 @@ def run_worker(config_path: str | None, connector_files: list[str], console: Any
     import os
     import signal
 
+    from kctl.runtime.memory import configure_process_allocators
+
+    configure_process_allocators()  # before the worker's threads (memory.py says why)
     err = err_console if err_console is not None else console
     stop = threading.Event()
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 from kctl.runtime.memory import IdleRelease
 
 
@@ -36,3 +40,18 @@ def test_memory_is_released_once_after_records_moved_and_then_none_for_a_while()
     clock.now += 5
     idle.tick(0)
     assert releases == [15.0, 40.0]
+
+
+def _pool_after_configuring(env: dict[str, str]) -> str:
+    code = ("from kctl.runtime.memory import configure_process_allocators\n"
+            "configure_process_allocators()\n"
+            "import pyarrow as pa; print(pa.default_memory_pool().backend_name)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, check=True)
+    return done.stdout.strip()
+
+
+def test_a_worker_process_allocates_arrow_buffers_with_jemalloc_unless_told_otherwise():
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    assert _pool_after_configuring(env) == "jemalloc"  # pyarrow's own default: mimalloc
+    assert _pool_after_configuring({**env, "ARROW_DEFAULT_MEMORY_POOL": "system"}) == "system"

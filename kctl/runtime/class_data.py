@@ -32,6 +32,8 @@ CACHE_ENV = "KCTL_CACHE_DIR"
 # The JVM explains every class it cannot archive (signed jars, old class files: hundreds of
 # lines), and every archive it cannot map; none of it is the user's business.
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+# JVM options by which a user runs class-data sharing their own way (kctl then adds none)
+USERS_OWN = ("SharedArchiveFile", "ArchiveClassesAtExit", "-Xshare:off", "AOTCache")
 
 
 def mode_of(conf: dict[str, str]) -> str:

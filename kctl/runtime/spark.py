@@ -309,6 +309,10 @@ class SparkEngine:
         """Adds the class-data archive's options to the JVM's (class_data.py says why)."""
         if self.class_data == "off":
             return None
+        key = "spark.driver.defaultJavaOptions"
+        users = f"{conf.get(key, '')} {conf.get('spark.driver.extraJavaOptions', '')}"
+        if any(flag in users for flag in class_data.USERS_OWN):
+            return None  # the user manages class-data sharing: theirs alone
         try:
             archive = class_data.ClassArchive.for_this_machine()
             if archive is None:
@@ -317,7 +321,6 @@ class SparkEngine:
         except OSError as e:  # an unwritable cache costs the speed-up, never the start
             log.info("Spark's class data cannot be cached (%s); starting without", e)
             return None
-        key = "spark.driver.defaultJavaOptions"
         conf[key] = f"{conf.get(key, '')} {opts}".strip()
         return archive
 

@@ -89,6 +89,14 @@ def test_off_adds_no_java_options(tmp_path, monkeypatch):
     assert "-XX:ArchiveClassesAtExit=" in conf["spark.driver.defaultJavaOptions"]
 
 
+def test_a_user_who_manages_class_data_sharing_gets_no_options_of_ours(tmp_path, monkeypatch):
+    monkeypatch.setenv("KCTL_CACHE_DIR", str(tmp_path))
+    for theirs in ("-XX:SharedArchiveFile=/opt/app.jsa", "-Xshare:off"):
+        conf = {"spark.driver.extraJavaOptions": f"-Xmx2g {theirs}"}
+        assert SparkEngine({})._class_archive(conf) is None
+        assert "spark.driver.defaultJavaOptions" not in conf
+
+
 @pytest.mark.spark
 @pytest.mark.slow
 def test_prepare_records_the_archive_that_a_strict_jvm_then_maps(tmp_path):

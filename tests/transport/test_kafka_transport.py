@@ -80,3 +80,24 @@ def test_a_keyless_batch_spreads_over_the_topics_partitions(kafka_broker):
         assert min(per_partition[n] for n in range(3)) > rows // 5, per_partition
     c.close()
     p.close()
+
+
+def test_a_second_source_batch_queues_while_the_first_waits_for_its_acks(kafka_broker):
+    """Sources send 100k-record batches: the producer takes the next one without waiting
+    for the last one's acks (librdkafka's own queue, 100k messages, made each batch wait)."""
+    import pyarrow as pa
+
+    t = KafkaTransport(kafka_broker.bootstrap)
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    t.admin().create_topics([TopicSpec(topic, 1)])
+    p = t.producer()
+    done: list = []
+    for batch in range(2):
+        p.send_batch(topic, pa.array([f"{batch}-{i}".encode() for i in range(100_000)],
+                                     pa.binary()), done.append)
+    # nothing has served a delivery report yet: both batches are queued in the producer
+    assert len(p._p) > 100_000
+    assert p.flush(60) == 0
+    assert len(done) == 2 and not done[0].errors and not done[1].errors
+    assert sum(done[1].ends.values()) == 200_000
+    p.close()

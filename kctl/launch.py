@@ -462,8 +462,8 @@ def prepare_spark(config_path: str | None, console: Any, err: Any) -> int:
     except KctlError as e:
         err.print(f"error: {e}", highlight=False, markup=False, soft_wrap=True)
         return ExitStatus.USAGE
-    if engine.class_data == "off" or engine.kind == "connect":
-        why = ("spark.class.data.sharing is off" if engine.class_data == "off"
+    if engine.class_data == "disabled" or engine.kind == "connect":
+        why = ("spark.class.data.sharing is disabled" if engine.class_data == "disabled"
                else "a Spark Connect worker runs no JVM of its own")
         console.print(f"nothing to prepare: {why}", highlight=False, markup=False, soft_wrap=True)
         return ExitStatus.SUCCESS

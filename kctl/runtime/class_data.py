@@ -10,7 +10,8 @@ is skipped by the JVM itself, with nothing lost but the time it saves.
 
 The archive lives in a cache directory (`$KCTL_CACHE_DIR`, else `$XDG_CACHE_HOME/kctl`,
 else `~/.cache/kctl`) under a name that changes with the Java binary and Spark's jars, so an
-upgrade records a new one. `spark.class.data.sharing: off` turns it all off.
+upgrade records a new one. `spark.class.data.sharing: disabled` turns it all off (Kafka's
+enabled/disabled, not on/off, which YAML reads as booleans).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from kctl.errors import ConfigError
 log = logging.getLogger(__name__)
 
 CONFIG = "spark.class.data.sharing"
-MODES = ("auto", "off")
+MODES = ("enabled", "disabled")
 CACHE_ENV = "KCTL_CACHE_DIR"
 # The JVM explains every class it cannot archive (signed jars, old class files: hundreds of
 # lines), and every archive it cannot map; none of it is the user's business.
@@ -37,10 +38,10 @@ USERS_OWN = ("SharedArchiveFile", "ArchiveClassesAtExit", "-Xshare:off", "AOTCac
 
 
 def mode_of(conf: dict[str, str]) -> str:
-    mode = conf.get(CONFIG, "auto").strip().lower()
+    mode = conf.get(CONFIG, "enabled").strip().lower()
     if mode not in MODES:
-        raise ConfigError(f"Invalid {CONFIG} {mode!r}: expected auto (record Spark's classes "
-                          "once, then map them at every start) or off", key=CONFIG)
+        raise ConfigError(f"Invalid {CONFIG} {mode!r}: expected enabled (record Spark's "
+                          "classes once, then map them at every start) or disabled", key=CONFIG)
     return mode
 
 

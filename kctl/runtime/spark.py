@@ -307,7 +307,7 @@ class SparkEngine:
 
     def _class_archive(self, conf: dict[str, str]) -> class_data.ClassArchive | None:
         """Adds the class-data archive's options to the JVM's (class_data.py says why)."""
-        if self.class_data == "off":
+        if self.class_data == "disabled":
             return None
         key = "spark.driver.defaultJavaOptions"
         users = f"{conf.get(key, '')} {conf.get('spark.driver.extraJavaOptions', '')}"

@@ -131,12 +131,12 @@ WORKER_CONFIG = (
             "worker is up and warms it with a few small jobs, so the first connector's records "
             "do not wait for the JVM; lazy: when the first task asks for it. Unset, the "
             "environment's KCTL_SPARK_START decides (else eager).", group="Spark")
-    .define("spark.class.data.sharing", ConfigType.STRING, "auto",
-            ValidString.in_("auto", "off"), Importance.LOW,
-            "auto: the first local Spark JVM of a machine records the classes it loads into "
+    .define("spark.class.data.sharing", ConfigType.STRING, "enabled",
+            ValidString.in_("enabled", "disabled"), Importance.LOW,
+            "enabled: the first local Spark JVM of a machine records the classes it loads into "
             "an archive in kctl's cache directory (KCTL_CACHE_DIR, else ~/.cache/kctl) when "
             "it stops, and later JVMs of the same Java and Spark map it, which about halves "
-            "their start; off: neither.", group="Spark")
+            "their start; disabled: neither.", group="Spark")
     .define("topic.creation.default.partitions", ConfigType.INT, 1, Range.at_least(1),
             Importance.LOW, "Partitions of topics created when missing.", group="Topics")
     .define("topic.creation.default.replication.factor", ConfigType.SHORT, 1,

@@ -79,13 +79,21 @@ def test_a_mistyped_setting_is_refused_by_name():
     assert "spark.class.data.sharing" in str(e.value)
 
 
-def test_off_adds_no_java_options(tmp_path, monkeypatch):
+def test_a_worker_yaml_can_disable_it(tmp_path):
+    """enabled/disabled, as Kafka names such switches: YAML would read on/off as booleans."""
+    config = tmp_path / "worker.yaml"
+    config.write_text("spark.class.data.sharing: disabled\n")
+    assert SparkEngine(WorkerConfig.from_file(config).spark_conf()).class_data == "disabled"
+    assert SparkEngine(WorkerConfig.from_file(None).spark_conf()).class_data == "enabled"
+
+
+def test_disabled_adds_no_java_options(tmp_path, monkeypatch):
     monkeypatch.setenv("KCTL_CACHE_DIR", str(tmp_path))
     conf: dict[str, str] = {}
-    assert SparkEngine({"spark.class.data.sharing": "off"})._class_archive(conf) is None
+    assert SparkEngine({"spark.class.data.sharing": "disabled"})._class_archive(conf) is None
     assert conf == {}
     assert list(tmp_path.iterdir()) == []
-    SparkEngine({})._class_archive(conf)  # auto: records, next to the user's own options
+    SparkEngine({})._class_archive(conf)  # enabled: records, next to the user's own options
     assert "-XX:ArchiveClassesAtExit=" in conf["spark.driver.defaultJavaOptions"]
 
 

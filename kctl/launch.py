@@ -456,32 +456,32 @@ def prepare_spark(config_path: str | None, console: Any, err: Any) -> int:
     so every worker of this machine or image starts its JVM from the archive."""
     from kctl.runtime import class_data
 
+    def say(out: Any, text: str) -> None:
+        out.print(text, highlight=False, markup=False, soft_wrap=True)
+
     try:
         config = WorkerConfig.from_file(config_path)
         engine = SparkEngine(config.spark_conf())
     except KctlError as e:
-        err.print(f"error: {e}", highlight=False, markup=False, soft_wrap=True)
+        say(err, f"error: {e}")
         return ExitStatus.USAGE
     if engine.class_data == "disabled" or engine.kind == "connect":
         why = ("spark.class.data.sharing is disabled" if engine.class_data == "disabled"
                else "a Spark Connect worker runs no JVM of its own")
-        console.print(f"nothing to prepare: {why}", highlight=False, markup=False, soft_wrap=True)
+        say(console, f"nothing to prepare: {why}")
         return ExitStatus.SUCCESS
     archive = class_data.ClassArchive.for_this_machine()
     if archive is None:
-        err.print("error: no java found (JAVA_HOME or PATH): Spark needs Java 17 or later",
-                  highlight=False, markup=False, soft_wrap=True)
+        say(err, "error: no java found (JAVA_HOME or PATH): Spark needs Java 17 or later")
         return ExitStatus.USAGE
     if not archive.ready:
-        console.print("starting Spark and recording the classes its jobs load...",
-                      highlight=False, markup=False, soft_wrap=True)
+        say(console, "starting Spark and recording the classes its jobs load...")
         try:
             engine.start_and_warm_up(rounds=1)
         finally:
             engine.stop()
         if not archive.ready:
-            err.print(f"error: the JVM wrote no class data to {archive.path} (see the log)",
-                      highlight=False, markup=False, soft_wrap=True)
+            say(err, f"error: the JVM wrote no class data to {archive.path} (see the log)")
             return ExitStatus.ERROR
-    console.print(f"Spark's class data: {archive.path}", highlight=False, markup=False, soft_wrap=True)
+    say(console, f"Spark's class data: {archive.path}")
     return ExitStatus.SUCCESS

@@ -18,6 +18,7 @@ import yaml
 
 from kctl.api.config import AbstractConfig, ConfigDef, ConfigType, Importance, Range, ValidString
 from kctl.errors import ConfigError, ValidationError
+from kctl.runtime.class_data import MODES as CLASS_DATA_MODES
 
 # Worker keys read by name outside this module.
 BOOTSTRAP_SERVERS_CONFIG = "bootstrap.servers"
@@ -132,7 +133,7 @@ WORKER_CONFIG = (
             "do not wait for the JVM; lazy: when the first task asks for it. Unset, the "
             "environment's KCTL_SPARK_START decides (else eager).", group="Spark")
     .define("spark.class.data.sharing", ConfigType.STRING, "enabled",
-            ValidString.in_("enabled", "disabled"), Importance.LOW,
+            ValidString.in_(*CLASS_DATA_MODES), Importance.LOW,
             "enabled: the first local Spark JVM of a machine records the classes it loads into "
             "an archive in kctl's cache directory (KCTL_CACHE_DIR, else ~/.cache/kctl) when "
             "it stops, and later JVMs of the same Java and Spark map it, which about halves "

@@ -54,6 +54,25 @@ class SourceContext:
         return self._configs
 
 
+class Reporter:
+    """An errant record reporter that keeps what it was given."""
+
+    def __init__(self) -> None:
+        self.reports: list[tuple[SourceRecord, BaseException]] = []
+
+    def report(self, record: SourceRecord, error: BaseException) -> None:
+        self.reports.append((record, error))
+
+
+class ReportingContext(SourceContext):
+    def __init__(self, engine, store, configs, reporter):
+        super().__init__(engine, store, configs)
+        self.reporter = reporter
+
+    def errant_record_reporter(self) -> Reporter:
+        return self.reporter
+
+
 class ConnectorContext(SourceContext):
     def __init__(self, engine: SparkEngine, store: OffsetStore | None = None):
         super().__init__(engine, store or OffsetStore())

@@ -11,7 +11,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from file_support import ConnectorContext, FakeClock, OffsetStore, SourceContext, expand
+from file_support import (
+    ConnectorContext,
+    FakeClock,
+    OffsetStore,
+    Reporter,
+    ReportingContext,
+    SourceContext,
+    expand,
+)
 
 from kctl.api import DataError, SourceRecord, Struct, Type, partition_key
 from kctl.connectors.file import FileSourceConnector, FileSourceTask
@@ -208,23 +216,6 @@ def test_a_malformed_json_line_fails_the_task_naming_file_and_line(engine, tmp_p
     assert (bad.filename, bad.line, bad.text) == (str(f), 3, '{"id": oops')
     # the committed offset stops just before the bad line: a restart meets it again
     assert store.offset({"file": file_id(os.stat(f))})["line"] == 2
-
-
-class Reporter:
-    def __init__(self) -> None:
-        self.reports: list[tuple[SourceRecord, BaseException]] = []
-
-    def report(self, record: SourceRecord, error: BaseException) -> None:
-        self.reports.append((record, error))
-
-
-class ReportingContext(SourceContext):
-    def __init__(self, engine, store, configs, reporter):
-        super().__init__(engine, store, configs)
-        self.reporter = reporter
-
-    def errant_record_reporter(self) -> Reporter:
-        return self.reporter
 
 
 def test_with_an_errant_reporter_bad_lines_are_reported_in_file_order(engine, tmp_path):

@@ -219,6 +219,7 @@ class FileSourceTask(FileTracking, LineReading, SparkParsing, SourceTask):
         self._schema_given = False
         self._csv_header_line: str | None = None
         self._connect_schemas: dict[pa.Schema, Schema] = {}
+        self._arrow_schemas: dict[str, pa.Schema | None] = {}
         self._items: collections.deque[SourceBatch | MalformedLine] = collections.deque()
         self._parquet: dict[str, pa.Table] = {}
         self._pool: ThreadPoolExecutor | None = None

@@ -109,9 +109,12 @@ def one_worker(root: Path, mode: str, n: int, args: argparse.Namespace,
         create_connector(worker, "sink", sink)  # type: ignore[arg-type]
         first = arrived = None
         next_status = created
+        steps: list[tuple[float, int]] = []  # (s after the arrival, lines committed by then)
         while True:
             done = count()
             now = time.perf_counter()
+            if arrived is not None and done - 1 > (steps[-1][1] if steps else 0):
+                steps.append((now - arrived, done - 1))
             if first is None and done >= 1:
                 first = now - created
                 arrived = time.perf_counter()
@@ -139,7 +142,7 @@ def one_worker(root: Path, mode: str, n: int, args: argparse.Namespace,
                 if "Spark warm-up:" in ln or "SparkSession ready" in ln]
         return {"place": place, "mode": mode, "rest_up": rest_up, "first": first, "n_seconds": end - arrived,
                 "from_creation": end - created, "check": check, "memory": memory, "cpu": cpu,
-                "warm": [ln.split(": ", 1)[-1] for ln in warm]}
+                "warm": [ln.split(": ", 1)[-1] for ln in warm], "steps": steps}
     finally:
         worker.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -192,6 +195,8 @@ def main() -> None:
                           f"{r['check']}", flush=True)
                     for line in r["warm"]:
                         print(f"      {line}")
+                    print("      lines committed, s after the files' arrival: " + ", ".join(
+                        f"{t:.2f} s {k:,}" for t, k in r["steps"]))
         paths = generate(root / "raw-in", n, 4)
         raw = min(raw_copy(paths, root / "raw-out.jsonl") for _ in range(3))
     print(f"\n  raw Python copy (json.loads + json.dumps per line, best of 3): {raw:.2f} s "

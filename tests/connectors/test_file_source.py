@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -107,6 +108,37 @@ def test_only_complete_lines_are_read_and_appends_are_picked_up(engine, tmp_path
     assert values(drain(task, store)) == ["two", "three"]
     write(f, "ur\n", "a")
     assert values(drain(task, store)) == ["four"]
+
+
+@pytest.mark.parametrize("change", ["a file renamed in", "lines appended"])
+def test_an_idle_task_sees_a_change_long_before_its_next_listing(engine, tmp_path, change):
+    """poll.interval.ms is how often `path` is listed; in between, an idle poll watches the
+    directory and its open files and returns as soon as one changes."""
+    (tmp_path / "in").mkdir()
+    f = write(tmp_path / "in" / "1.txt", "a\n")
+    store = OffsetStore()
+    task = start_task(engine, store, path=str(tmp_path / "in"), format="text",
+                      **{"poll.interval.ms": "600000"})
+    assert values(poll(task)) == ["a"]
+    # a directory's mtime moves in the kernel's coarse ticks (4-10 ms): set it back, so the
+    # rename below changes it however fast this runs (a change in the same tick as the
+    # last is seen at the next listing)
+    os.utime(tmp_path / "in", ns=(0, 0))
+    idle: list = []
+    looking = threading.Event()  # the idle poll took its first look: change things now
+    look = task._changes
+    task._changes = lambda: (look(), looking.set())[0]  # type: ignore[method-assign]
+    waiting = threading.Thread(target=lambda: idle.append(task.poll()))
+    waiting.start()
+    assert looking.wait(30)
+    if change == "lines appended":
+        write(f, "b\n", "a")
+    else:
+        os.rename(write(tmp_path / "2.txt", "b\n"), tmp_path / "in" / "2.txt")
+    waiting.join(30)
+    assert not waiting.is_alive() and idle == [[]]
+    assert values(poll(task)) == ["b"]
+    task.stop()
 
 
 def test_new_files_are_discovered(engine, tmp_path):

@@ -868,3 +868,45 @@ def test_a_small_columnar_poll_does_not_keep_a_large_read_buffer_alive(tmp_path)
         assert len(cols) == 10 and cols.headers[9] == (("h", b"x"),)
         assert len(cols.headers._buf) < 10 * 600
         c.close()
+
+
+def test_a_reader_does_not_wait_for_a_batch_being_written(tmp_path, monkeypatch):
+    """Writers take turns for as long as an append lasts, readers lock only to look at the
+    segments: a sink goes on reading what is there while a source's batch is encoded and
+    written (they used to wait for each other, a third of a second per 100k records)."""
+    import threading
+
+    from kctl.transport.embedded import segments
+
+    held, release = threading.Event(), threading.Event()
+    encode = segments._encode_columns
+
+    def held_encode(*args, **kwargs):
+        held.set()
+        release.wait(30)
+        return encode(*args, **kwargs)
+
+    with EmbeddedTransport(tmp_path) as t:
+        t.create_topic(TopicSpec("flow", 1))
+        produce(t, [ProducerRecord("flow", b"there", partition=0)])
+        monkeypatch.setattr(segments, "_encode_columns", held_encode)
+        p = t.producer()
+        writer = threading.Thread(target=lambda: p.send_batch(
+            "flow", pa.array([b"next"], pa.binary()), lambda r: None))
+        writer.start()
+        assert held.wait(30)
+        c = t.consumer(None)
+        c.assign([TopicPartition("flow", 0)])
+        read: list = []
+        reader = threading.Thread(target=lambda: read.extend(c.poll_columns(10, 0)))
+        reader.start()
+        reader.join(20)
+        still_held = not release.is_set()
+        release.set()
+        writer.join(30)
+        assert still_held and not reader.is_alive()
+        assert [v.as_py() for cols in read for v in cols.values] == [b"there"]
+        assert p.flush() == 0
+        assert [r.value for r in c.poll_batch(10, 0)] == [b"next"]
+        p.close()
+        c.close()

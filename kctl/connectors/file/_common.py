@@ -199,6 +199,17 @@ def _list_files(path: str) -> list[str]:
     return sorted(os.path.abspath(p) for p in found if _visible(p))
 
 
+def watched_dirs(path: str) -> list[str]:
+    """The directories whose modification time changes when a file `path` names appears,
+    is renamed or goes: the directory itself, a glob's directory when only its last part
+    has wildcards, a single file's parent. None for deeper globs (`**`, `a/*/b`)."""
+    path = os.path.abspath(os.path.expanduser(path))
+    if glob.has_magic(path):
+        head = os.path.dirname(path)
+        return [] if glob.has_magic(head) else [head]
+    return [path] if os.path.isdir(path) else [os.path.dirname(path)]
+
+
 def reads_local_files(spark: SparkSession) -> bool:
     """Whether Spark's executors see this machine's files (a local master), so data can
     travel through a temporary file instead of as Arrow over the gateway; a cluster or a

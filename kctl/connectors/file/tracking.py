@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 
 from kctl.api import DataError, SourceRecord, SourceTaskContext, partition_key
 from kctl.api.data import STRING_SCHEMA
-from kctl.connectors.file._common import list_files, owner_of
+from kctl.connectors.file._common import list_files, owner_of, watched_dirs
 
 log = logging.getLogger("kctl.connectors.file.source")  # the logger the task always had
 
@@ -145,6 +145,26 @@ class FileTracking:
         s = self._stats
         self._stats = FileStats(**{k: getattr(s, k) + inc.get(k, 0)
                                    for k in FileStats.__dataclass_fields__})
+
+    def _changes(self) -> tuple[int | None, ...]:
+        """A few stats that change when a file appears, goes or grows: the watched
+        directories' modification times and the open files' sizes, so an idle task sees
+        new lines within QUICK_CHECK_S without listing `path` (poll.interval.ms) each time.
+        Modification times move in the kernel's ticks (4-10 ms): a file that appears in the
+        tick of the last change waits for the next listing."""
+        sig: list[int | None] = []
+        for d in watched_dirs(self.path):
+            try:
+                sig.append(os.stat(d).st_mtime_ns)
+            except OSError:
+                sig.append(None)
+        for st in self._files.values():
+            if st.fh is not None:
+                try:
+                    sig.append(os.fstat(st.fh.fileno()).st_size)
+                except (OSError, ValueError):
+                    sig.append(None)
+        return tuple(sig)
 
     def _scan(self) -> None:
         """Match the files `path` names to the files already tracked, by identity: a

@@ -79,7 +79,12 @@ def _segment_name(base: int) -> str:
 
 
 class _Partition:
-    """One topic partition: append under a lock, lock-free positional reads up to `size`."""
+    """One topic partition: one writer at a time, lock-free positional reads up to `size`.
+
+    `_writing` serialises writers (appends, compaction, close) for as long as they take;
+    `lock` guards only what readers take a snapshot of (the segments, the epoch, the
+    readers' count), so a reader never waits for a writer to encode or write a batch.
+    """
 
     def __init__(self, topic: str, index: int, directory: Path, *, compacted: bool,
                  fsync: bool, segment_bytes: int, min_compact_garbage: int):
@@ -91,6 +96,7 @@ class _Partition:
         self.segment_bytes = segment_bytes
         self.min_compact_garbage = min_compact_garbage
         self.lock = threading.Lock()
+        self._writing = threading.Lock()
         self.segments: list[_Segment] = []
         self.next_offset = 0
         self.start_offset = 0
@@ -172,25 +178,24 @@ class _Partition:
     # -- append --------------------------------------------------------------------------
     def append(self, items: Sequence[tuple[int, bytes | None, bytes | None, HeaderList]]) -> int:
         """Write records in one buffer; returns the first offset. Raises TransportError."""
-        with self.lock:
+        with self._writing:
             self._check_writable()
             if self.compacted and any(k is None for _, k, _, _ in items):
                 raise TransportError(
                     f"compacted topic {self.topic} requires a key on every record")
             base = self.next_offset
-            self._write_locked(*_encode_rows(base, items))
+            self._write(*_encode_rows(base, items))
             if self.compacted:
                 for i, (_, k, v, _) in enumerate(items):
                     self.latest[k] = (base + i, v is None)
-                if self.garbage() > max(self.min_compact_garbage, self.live()):
-                    self._compact_locked()
+                self._compact_if_due()
             return base
 
     def append_columns(self, timestamp: int, values: pa.Array, headers: HeaderColumns,
                        keys: pa.Array | None = None) -> int:
         """Write rows given as columns (keyless, or with `keys`) in one buffer; returns the
         first offset."""
-        with self.lock:
+        with self._writing:
             self._check_writable()
             if self.compacted and (keys is None or keys.null_count):
                 raise TransportError(
@@ -203,24 +208,29 @@ class _Partition:
                 row_keys = keys.to_pylist() if keys is not None else [None] * len(rows)
                 encoded = _encode_rows(base, ((timestamp, k, v, h) for k, v, h
                                               in zip(row_keys, rows, row_headers, strict=True)))
-            self._write_locked(*encoded)
+            self._write(*encoded)
             if self.compacted and keys is not None:
                 row_keys = row_keys if row_keys is not None else keys.to_pylist()
                 nulls = values.is_null().to_pylist()
                 for i, k in enumerate(row_keys):
                     self.latest[k] = (base + i, nulls[i])
-                if self.garbage() > max(self.min_compact_garbage, self.live()):
-                    self._compact_locked()
+                self._compact_if_due()
             return base
 
     def _check_writable(self) -> None:
         if self.deleted:
             raise TransportError(f"topic {self.topic} was deleted")
 
-    def _write_locked(self, buf: bytes | pa.Buffer, starts: Sequence[int]) -> None:
+    def _compact_if_due(self) -> None:
+        if self.garbage() > max(self.min_compact_garbage, self.live()):
+            with self.lock:
+                self._compact_locked()
+
+    def _write(self, buf: bytes | pa.Buffer, starts: Sequence[int]) -> None:
         """Append encoded frames (`starts`: where each begins in `buf`) to the active
         segment, index them and publish them to readers; on failure the segment is cut
-        back to where it was."""
+        back to where it was. Holding `_writing`: readers see nothing past `seg.size`
+        until the frames are whole, so only the publishing takes `lock`."""
         seg = self.segments[-1]
         if seg.size >= self.segment_bytes:
             seg = self._roll()
@@ -246,13 +256,15 @@ class _Partition:
             offsets.append(base + i)
             positions.append(start + pos)
             i = bisect.bisect_left(starts, pos + INDEX_INTERVAL, i + 1)
-        self.next_offset = base + n
-        self.count += n
-        seg.size = start + len(view)  # publish to readers last
+        with self.lock:
+            self.next_offset = base + n
+            self.count += n
+            seg.size = start + len(view)  # publish to readers last
 
     def _roll(self) -> _Segment:
         seg = self._new_segment(self.next_offset)
-        self.segments = [*self.segments, seg]
+        with self.lock:
+            self.segments = [*self.segments, seg]
         return seg
 
     # -- compaction ------------------------------------------------------------------------
@@ -263,7 +275,7 @@ class _Partition:
         return self.count - self.live()
 
     def compact(self) -> None:
-        with self.lock:
+        with self._writing, self.lock:
             if self.compacted:
                 self._compact_locked()
 
@@ -412,7 +424,7 @@ class _Partition:
                 self._close_retired()
 
     def close(self) -> None:
-        with self.lock:
+        with self._writing, self.lock:
             self.deleted = True
             self._retire(self.segments)
             self.segments = []

@@ -82,8 +82,8 @@ def worker_config(work: Path, mode: str, args: argparse.Namespace,
 
 
 def one_worker(root: Path, mode: str, n: int, args: argparse.Namespace,
-               bootstrap: str | None, place: str) -> dict[str, Any]:
-    work = root / f"worker-{place}-{mode}"
+               bootstrap: str | None, place: str, run: int = 0) -> dict[str, Any]:
+    work = root / f"worker-{place}-{mode}-{run}"  # a cluster's group and topics are per run
     work.mkdir(parents=True)
     (work / "worker.yaml").write_text(yaml.safe_dump(worker_config(work, mode, args,
                                                                    bootstrap)))
@@ -184,7 +184,7 @@ def main() -> None:
             for place in places:
                 for mode in modes:
                     r = one_worker(root, mode, n, args, bootstrap if place == "broker" else None,
-                                   place)
+                                   place, k)
                     results.append(r)
                     print(f"  {place} spark.start {mode:<5} run {k + 1}: REST up "
                           f"{r['rest_up']:.1f} s; first record {r['first']:.2f} s; {n:,} "

@@ -65,11 +65,13 @@ class Reporter:
 
 
 class ReportingContext(SourceContext):
-    def __init__(self, engine, store, configs, reporter):
+    """A source context whose errant record reporter is `reporter` (None: no DLQ)."""
+
+    def __init__(self, engine, store, configs, reporter: Reporter | None = None):
         super().__init__(engine, store, configs)
         self.reporter = reporter
 
-    def errant_record_reporter(self) -> Reporter:
+    def errant_record_reporter(self) -> Reporter | None:
         return self.reporter
 
 

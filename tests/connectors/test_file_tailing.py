@@ -16,7 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from file_support import OffsetStore, SourceContext, expand
+from file_support import OffsetStore, Reporter, ReportingContext, expand
 from prometheus_client import CollectorRegistry, generate_latest
 
 from kctl.api import DataError, SourceRecord
@@ -28,28 +28,11 @@ from kctl.states import TaskId
 pytestmark = pytest.mark.spark
 
 
-class Reporter:
-    def __init__(self) -> None:
-        self.reports: list[tuple[SourceRecord, BaseException]] = []
-
-    def report(self, record: SourceRecord, error: BaseException) -> None:
-        self.reports.append((record, error))
-
-
-class Context(SourceContext):
-    def __init__(self, engine, store, configs, reporter=None):
-        super().__init__(engine, store, configs)
-        self.reporter = reporter
-
-    def errant_record_reporter(self) -> Reporter | None:
-        return self.reporter
-
-
 def start(engine, store: OffsetStore, reporter: Reporter | None = None,
           **props: str) -> FileSourceTask:
     props = {"topic": "logs", "poll.interval.ms": "10", "format": "text", **props}
     task = FileSourceTask()
-    task.initialize(Context(engine, store, props, reporter))
+    task.initialize(ReportingContext(engine, store, props, reporter))
     task.start(props)
     return task
 

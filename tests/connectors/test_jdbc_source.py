@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from file_support import ConnectorContext, OffsetStore, SourceContext, expand
+from file_support import ConnectorContext, OffsetStore, Reporter, ReportingContext, expand
 from support.waiting import wait_until
 
 from kctl.api import ConnectError, DataError, SourceRecord, Struct
@@ -44,23 +44,6 @@ def props_for(db: Any, **props: Any) -> dict[str, str]:
             "validate.non.null": "false"}
     base.update({k.replace("_", "."): str(v) for k, v in props.items()})
     return base
-
-
-class Reporter:
-    def __init__(self) -> None:
-        self.reports: list[tuple[SourceRecord, BaseException]] = []
-
-    def report(self, record: SourceRecord, error: BaseException) -> None:
-        self.reports.append((record, error))
-
-
-class ReportingContext(SourceContext):
-    def __init__(self, engine, store, configs, reporter: Reporter | None) -> None:
-        super().__init__(engine, store, configs)
-        self.reporter = reporter
-
-    def errant_record_reporter(self) -> Reporter | None:
-        return self.reporter
 
 
 def start_task(engine, store: OffsetStore, props: Mapping[str, str],

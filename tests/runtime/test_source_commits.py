@@ -34,6 +34,7 @@ class SlowAcks(Transport):
         self.inner, self.name, self.topic = inner, inner.name, topic
         self.acks = threading.Event()
         self.sent = 0
+        self.flushed_at: list[int] = []  # `sent` at each flush that found records unacknowledged
 
     def producer(self, config: Mapping[str, Any] | None = None) -> Producer:
         return _SlowProducer(self.inner.producer(config), self)
@@ -86,6 +87,7 @@ class _SlowProducer(Producer):
         remaining = self.inner.flush(timeout)
         self.inner.poll(0)  # the inner delivery reports land in `held`
         if not self.owner.acks.is_set() and self.held:
+            self.owner.flushed_at.append(self.owner.sent)
             self.owner.acks.wait(timeout)  # a broker that has not acknowledged yet
         return remaining + self._release()
 
@@ -104,19 +106,25 @@ def test_a_source_keeps_sending_while_its_records_wait_for_acknowledgement(
         wrapped.append(SlowAcks(t, topic))
         return wrapped[0]
 
-    # commits every 100 ms (sending 20000 takes longer), each allowed a minute to flush: a
-    # commit that waited for the acknowledgements would hold the task for that minute
+    # commits every 100 ms, each allowed a minute to flush: a commit that waited for the
+    # acknowledgements would hold the task for that minute. The source never runs out.
     settings = {**transport_settings, "offset.flush.timeout.ms": 60_000}
     with running_worker(tmp_path / "state", settings, wrap=wrap) as w:
         slow = wrapped[0]
         w.herder.create_connector(name, {
             "connector.class": "support.probes.KeyedSourceConnector", "topic": topic,
-            "count": 20000, "value.converter": "JsonConverter",
+            "count": 10**9, "value.converter": "JsonConverter",
             "value.converter.schemas.enable": "false"})
-        wait_until(lambda: slow.sent == 20000, timeout=30,
-                   message="all 20000 records sent while none was acknowledged")
+        wait_until(lambda: slow.flushed_at and slow.sent >= slow.flushed_at[0] + 1000,
+                   timeout=30, message="1000 more records sent after a commit found records "
+                                       "unacknowledged")
         assert w.herder.connector_offsets(name) == [], "nothing acknowledged, nothing committed"
         slow.acks.set()
-        wait_until(lambda: [o["offset"] for o in w.herder.connector_offsets(name)]
-                   == [{"i": 19999}],
-                   timeout=30, message="the offset of the last record, once acknowledged")
+
+        def committed() -> int | None:
+            offsets = w.herder.connector_offsets(name)
+            return offsets[0]["offset"]["i"] if offsets else None
+
+        wait_until(lambda: committed() is not None, timeout=30,
+                   message="an offset committed once records are acknowledged")
+        assert committed() < slow.sent  # never past what was sent

@@ -43,6 +43,15 @@ DB_PROPS = settings(max_examples=12, deadline=None, derandomize=True,
                                            HealthCheck.too_slow, HealthCheck.data_too_large])
 # the largest precision and scale each database's auto-created column takes
 LIMITS = {"postgresql": (76, 76), "mariadb": (65, 30)}
+# PostgreSQL stages a batch with COPY by default; "+spark" runs the same story through
+# Spark's JDBC writer (staging.method=spark), the path MariaDB and SQLite take
+SPARK_STAGED = "+spark"
+
+
+def target(request: Any, server_db: str) -> tuple[Any, dict[str, str]]:
+    """The database of a parametrized story and the sink settings it runs with."""
+    name, spark, _ = server_db.partition(SPARK_STAGED)
+    return request.getfixturevalue(name), {"staging.method": "spark"} if spark else {}
 
 
 def decimal_type(precision: int, scale: int) -> Schema:
@@ -81,12 +90,12 @@ def decimal_rows(draw: Any, dialect: str) -> tuple[int, int, list[decimal.Decima
     return precision, scale, [value_of(u, scale) for u in unscaled]
 
 
-@pytest.mark.parametrize("server_db", ["postgres_db", "mariadb_db"])
+@pytest.mark.parametrize("server_db", ["postgres_db", "postgres_db+spark", "mariadb_db"])
 def test_decimals_of_every_precision_and_scale_are_written_exactly(engine, request, server_db):
-    db = request.getfixturevalue(server_db)
+    db, props = target(request, server_db)
     dialect = dialect_for(db.url).name
     reporter = Reporter()
-    task, _ = start_task(engine, db, reporter)
+    task, _ = start_task(engine, db, reporter, **props)
 
     @DB_PROPS
     @given(decimal_rows(dialect))
@@ -116,13 +125,14 @@ def test_finding_1_the_38_digit_decimals_of_the_issue_reach_postgresql(engine, p
     task.stop()
 
 
-@pytest.mark.parametrize("server_db", ["postgres_db", "mariadb_db", "sqlite_db"])
+@pytest.mark.parametrize("server_db", ["postgres_db", "postgres_db+spark", "mariadb_db",
+                                       "sqlite_db"])
 def test_a_decimal_wider_than_its_type_goes_to_the_dlq_and_its_batch_is_written(
         engine, request, server_db):
     """Finding 1: one value that does not fit failed the JdbcSink batch, good rows lost."""
-    db = request.getfixturevalue(server_db)
+    db, props = target(request, server_db)
     reporter = Reporter()
-    task, _ = start_task(engine, db, reporter)
+    task, _ = start_task(engine, db, reporter, **props)
     schema = (SchemaBuilder.struct().field("id", INT64_SCHEMA)
               .field("n", decimal_type(12, 2)).build())
     values = [decimal.Decimal("1.25"), decimal.Decimal("-9999999999999999999999999999.99"),
@@ -146,9 +156,11 @@ def same_double(a: float | None, b: float) -> bool:
     return a == b and math.copysign(1, a) == math.copysign(1, b)
 
 
-def test_postgresql_keeps_nan_infinities_and_negative_zero(engine, postgres_db):
+@pytest.mark.parametrize("server_db", ["postgres_db", "postgres_db+spark"])
+def test_postgresql_keeps_nan_infinities_and_negative_zero(engine, request, server_db):
+    postgres_db, props = target(request, server_db)
     reporter = Reporter()
-    task, _ = start_task(engine, postgres_db, reporter)
+    task, _ = start_task(engine, postgres_db, reporter, **props)
     schema = (SchemaBuilder.struct().field("id", INT64_SCHEMA)
               .field("x", OPTIONAL_FLOAT64_SCHEMA).build())
 
@@ -190,12 +202,12 @@ def aware(t: Any) -> dt.datetime:
     return t.replace(tzinfo=dt.UTC) if t.tzinfo is None else t.astimezone(dt.UTC)
 
 
-@pytest.mark.parametrize("server_db", ["postgres_db", "mariadb_db"])
+@pytest.mark.parametrize("server_db", ["postgres_db", "postgres_db+spark", "mariadb_db"])
 def test_timestamps_keep_microseconds_and_their_instant(engine, request, server_db):
-    db = request.getfixturevalue(server_db)
+    db, props = target(request, server_db)
     dialect = dialect_for(db.url).name
     reporter = Reporter()
-    task, _ = start_task(engine, db, reporter)
+    task, _ = start_task(engine, db, reporter, **props)
     schema = (SchemaBuilder.struct().field("id", INT64_SCHEMA)
               .field("at", timestamp_schema(True)).build())
     low = dt.datetime(1, 1, 2) if dialect == "postgresql" else dt.datetime(1000, 1, 2)
@@ -219,12 +231,12 @@ def test_timestamps_keep_microseconds_and_their_instant(engine, request, server_
     task.stop()
 
 
-@pytest.mark.parametrize("server_db", ["postgres_db", "mariadb_db"])
+@pytest.mark.parametrize("server_db", ["postgres_db", "postgres_db+spark", "mariadb_db"])
 def test_times_of_day_become_time_columns(engine, request, server_db):
     """Connect's Time had no column type in JdbcSink (the task failed on such a field)."""
-    db = request.getfixturevalue(server_db)
+    db, props = target(request, server_db)
     reporter = Reporter()
-    task, _ = start_task(engine, db, reporter)
+    task, _ = start_task(engine, db, reporter, **props)
     schema = (SchemaBuilder.struct().field("id", INT64_SCHEMA)
               .field("t", time_schema(True)).build())
 
@@ -243,12 +255,12 @@ def test_times_of_day_become_time_columns(engine, request, server_db):
     task.stop()
 
 
-@pytest.mark.parametrize("server_db", ["postgres_db", "mariadb_db"])
+@pytest.mark.parametrize("server_db", ["postgres_db", "postgres_db+spark", "mariadb_db"])
 def test_unicode_text_and_bytes_are_written_as_they_are(engine, request, server_db):
-    db = request.getfixturevalue(server_db)
+    db, props = target(request, server_db)
     dialect = dialect_for(db.url).name
     reporter = Reporter()
-    task, _ = start_task(engine, db, reporter)
+    task, _ = start_task(engine, db, reporter, **props)
     schema = (SchemaBuilder.struct().field("id", INT64_SCHEMA)
               .field("s", OPTIONAL_STRING_SCHEMA).field("b", OPTIONAL_BYTES_SCHEMA).build())
     # PostgreSQL's text cannot hold NUL (a record with one is its error, tested elsewhere);
@@ -266,4 +278,22 @@ def test_unicode_text_and_bytes_are_written_as_they_are(engine, request, server_
 
     check()
     assert reporter.reported == []
+    task.stop()
+
+
+@pytest.mark.parametrize("server_db", ["postgres_db", "postgres_db+spark"])
+def test_a_nul_in_text_is_its_records_error_and_the_rest_of_the_batch_is_written(
+        engine, request, server_db):
+    """PostgreSQL's text cannot hold NUL: staging refuses the whole COPY (or Spark write),
+    and halving the batch finds the records to set aside."""
+    db, props = target(request, server_db)
+    reporter = Reporter()
+    task, _ = start_task(engine, db, reporter, **props)
+    schema = (SchemaBuilder.struct().field("id", INT64_SCHEMA)
+              .field("s", OPTIONAL_STRING_SCHEMA).build())
+    texts = [f"row {i}" if i not in (3, 7) else f"row\x00{i}" for i in range(10)]
+    topic = write(task, schema, [{"s": s} for s in texts])
+    assert read(db, topic, "s") == {i: s for i, s in enumerate(texts) if i not in (3, 7)}
+    assert [r.kafka_offset for r, _ in reporter.reported] == [3, 7]
+    assert all("0x00" in str(e) for _, e in reporter.reported), reporter.reported
     task.stop()

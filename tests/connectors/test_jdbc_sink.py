@@ -542,10 +542,36 @@ def test_an_unreachable_database_a_wrong_login_and_a_missing_driver_are_one_line
     gone = dataclasses.replace(real, driver_class="org.example.NoSuchDriver")
     monkeypatch.setattr(sink, "dialect_for", lambda url, **kw: gone)
     with pytest.raises(JdbcSinkError) as e:
-        start_task(engine, postgres_db)
+        start_task(engine, postgres_db, **{"staging.method": "spark"})
     assert "\n" not in str(e.value)
     assert "org.example.NoSuchDriver" in str(e.value)
     assert "apt-get install libpostgresql-jdbc-java" in str(e.value)
+    # PostgreSQL's COPY stages without Spark's JDBC writer: no driver jar needed
+    start_task(engine, postgres_db)[0].stop()
+
+
+class NoSpark:
+    """An engine that fails the story if a task asks it for Spark."""
+
+    def spark(self) -> Any:
+        raise AssertionError("the task asked for Spark")
+
+
+def test_postgresql_batches_are_staged_by_copy_without_spark(postgres_db):
+    """COPY of the batch's columns instead of a Spark job per batch: a PostgreSQL sink
+    starts, writes, upserts and stops without a SparkSession."""
+    task, _ = start_task(NoSpark(), postgres_db, **{"insert.mode": "upsert",
+                                                   "pk.mode": "record_value",
+                                                   "pk.fields": "id"})
+    task.open([TopicPartition(TOPIC, 0)])
+    task.put([rec(i, id_=i % 3, name=f"n{i}", qty=i) for i in range(7)])
+    task.flush({})
+    assert postgres_db.query(f"SELECT id, name, qty FROM {TOPIC} ORDER BY id") == [
+        (0, "n6", 6), (1, "n4", 4), (2, "n5", 5)]
+    task.stop()
+
+    with pytest.raises(AssertionError, match="asked for Spark"):
+        start_task(NoSpark(), postgres_db, **{"staging.method": "spark"})
 
 
 def staging_tables(db: Any) -> list[str]:

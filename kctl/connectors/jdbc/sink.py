@@ -53,6 +53,9 @@ from kctl.connectors.jdbc._sink_config import (
     CONFIG_DEF,
     EXACTLY_ONCE,
     PK_RECORD_KEY,
+    STAGE_AUTO,
+    STAGE_COPY,
+    STAGE_SPARK,
     JdbcSinkError,
     RowRejected,
     config_problems,
@@ -139,6 +142,10 @@ class JdbcSinkTask(SinkTask):
         self.retry_backoff_ms: int = c["retry.backoff.ms"]
         self.exactly_once = c["delivery.guarantee"].lower() == EXACTLY_ONCE
         self.offsets_table: str = c["exactly.once.offsets.table"]
+        method = c["staging.method"].lower()
+        if method == STAGE_AUTO:
+            method = STAGE_COPY if self.dialect.name == "postgresql" else STAGE_SPARK
+        self.staging_method: str = method
         self.connector = str(props.get("name") or "")
         if self.exactly_once and not self.connector:
             raise JdbcSinkError("delivery.guarantee=exactly_once needs the connector's name")
@@ -151,9 +158,10 @@ class JdbcSinkTask(SinkTask):
                               auto_evolve=self.auto_evolve, table_types=self.table_types)
         self._writer = Writer(self._db, self.context.spark, mode=self.mode,
                               delete_enabled=self.delete_enabled, connector=self.connector,
-                              offsets_table=self.offsets_table, reject=self._reject)
-        spark = self.context.spark()
-        if not driver_loaded(spark, self.dialect):
+                              offsets_table=self.offsets_table, reject=self._reject,
+                              staging_method=self.staging_method)
+        if self.staging_method == STAGE_SPARK and not driver_loaded(self.context.spark(),
+                                                                     self.dialect):
             raise JdbcSinkError(self.dialect.missing_driver_message())
         self._db.connect(self.attempts)  # a wrong login or an unreachable database fails now
         if self.exactly_once:

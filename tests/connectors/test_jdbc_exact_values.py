@@ -297,3 +297,23 @@ def test_a_nul_in_text_is_its_records_error_and_the_rest_of_the_batch_is_written
     assert [r.kafka_offset for r, _ in reporter.reported] == [3, 7]
     assert all("0x00" in str(e) for _, e in reporter.reported), reporter.reported
     task.stop()
+
+
+@pytest.mark.parametrize("method", ["copy", "spark"])
+@pytest.mark.parametrize("mode", ["insert", "upsert"])
+def test_a_timestamp_in_a_column_without_a_zone_is_its_utc_wall_clock(engine, postgres_db,
+                                                                      method, mode):
+    """Confluent's db.timezone=UTC: an existing TIMESTAMP (no zone) column gets the UTC
+    wall clock even when the server's sessions default to another zone (the statement's
+    conversion used to take the server's zone: 07:30 UTC arrived as 02:30)."""
+    postgres_db.execute(f"ALTER DATABASE {postgres_db.name} SET timezone TO 'America/New_York'",
+                        "CREATE TABLE clock (id BIGINT PRIMARY KEY, at TIMESTAMP)")
+    task, _ = start_task(engine, postgres_db, Reporter(), **{
+        "staging.method": method, "insert.mode": mode, "pk.mode": "record_value",
+        "pk.fields": "id", "table.name.format": "clock"})
+    schema = (SchemaBuilder.struct().field("id", INT64_SCHEMA)
+              .field("at", timestamp_schema(True)).build())
+    moment = dt.datetime(2026, 1, 15, 7, 30, 0, 123456, tzinfo=dt.UTC)
+    write(task, schema, [{"at": moment}])
+    assert postgres_db.query("SELECT at FROM clock") == [(moment.replace(tzinfo=None),)]
+    task.stop()

@@ -10,6 +10,7 @@ from typing import Any
 
 from kctl.api import ConnectError
 from kctl.connectors.jdbc import _sink_sql as sql
+from kctl.connectors.jdbc._catalog import SESSION_INIT
 from kctl.connectors.jdbc._common import Dialect, redact_url
 from kctl.connectors.jdbc._sink_config import JdbcSinkError
 from kctl.connectors.jdbc._sink_sql import prepare
@@ -63,6 +64,10 @@ class Session:
                 time.sleep(self.backoff_s)
             try:
                 self.conn = self.dialect.connect(self.url, self.user, self.password)
+                if self.dialect.name in SESSION_INIT:
+                    # a timestamp written to a column without a zone is its UTC wall
+                    # clock (Confluent's db.timezone=UTC), whatever the server's zone
+                    self.ddl(SESSION_INIT[self.dialect.name])
                 return self.conn
             except ConnectError as e:
                 cause = e.__cause__ or e

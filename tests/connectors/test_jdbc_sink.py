@@ -560,18 +560,29 @@ class NoSpark:
 def test_postgresql_batches_are_staged_by_copy_without_spark(postgres_db):
     """COPY of the batch's columns instead of a Spark job per batch: a PostgreSQL sink
     starts, writes, upserts and stops without a SparkSession."""
-    task, _ = start_task(NoSpark(), postgres_db, **{"insert.mode": "upsert",
-                                                   "pk.mode": "record_value",
-                                                   "pk.fields": "id"})
-    task.open([TopicPartition(TOPIC, 0)])
+    task, _ = start_task(NoSpark(), postgres_db, **UPSERT_BY_ID)
+    task.open([TP])
     task.put([rec(i, id_=i % 3, name=f"n{i}", qty=i) for i in range(7)])
     task.flush({})
     assert postgres_db.query(f"SELECT id, name, qty FROM {TOPIC} ORDER BY id") == [
         (0, "n6", 6), (1, "n4", 4), (2, "n5", 5)]
     task.stop()
 
+    # plain inserts COPY straight into the table: no staging table is made for them
+    task, _ = start_task(NoSpark(), postgres_db, **{"table.name.format": "plain"})
+    task.open([TP])
+    task.put([rec(i) for i in range(5)])
+    task.flush({})
+    assert [r[0] for r in postgres_db.query("SELECT id FROM plain ORDER BY id")] == [
+        0, 1, 2, 3, 4]
+    assert staging_tables(postgres_db) == []
+    task.stop()
+
     with pytest.raises(AssertionError, match="asked for Spark"):
         start_task(NoSpark(), postgres_db, **{"staging.method": "spark"})
+
+
+UPSERT_BY_ID = {"insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id"}
 
 
 def staging_tables(db: Any) -> list[str]:
@@ -587,21 +598,21 @@ def staging_tables(db: Any) -> list[str]:
 @pytest.mark.parametrize("server_db", ["postgres_db", "mariadb_db"])
 def test_staging_tables_of_dead_tasks_are_swept_and_live_ones_kept(engine, request, server_db):
     db = request.getfixturevalue(server_db)
-    dead, _ = start_task(engine, db)
+    dead, _ = start_task(engine, db, **UPSERT_BY_ID)  # upserts go through staging
     dead.open([TP])
     dead.put([rec(0)])
     dead.flush({})
-    other_table, _ = start_task(engine, db, **{"table.name.format": "other"})
+    other_table, _ = start_task(engine, db, **{"table.name.format": "other", **UPSERT_BY_ID})
     other_table.open([TP])
     other_table.put([rec(0)])
     other_table.flush({})
-    alive, _ = start_task(engine, db)
+    alive, _ = start_task(engine, db, **UPSERT_BY_ID)
     alive.open([TP])
     alive.put([rec(1)])
     alive.flush({})
     assert len(staging_tables(db)) == 3
     dead._db.conn.close()  # SIGKILL: stop() never runs, the session (and its lock) ends
-    late, _ = start_task(engine, db)
+    late, _ = start_task(engine, db, **UPSERT_BY_ID)
     late.open([TP])
     late.put([rec(2)])
     late.flush({})

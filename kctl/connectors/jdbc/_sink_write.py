@@ -21,6 +21,7 @@ from kctl.connectors.jdbc import _sink_sql as sql
 from kctl.connectors.jdbc._common import one_line, spark_url
 from kctl.connectors.jdbc._sink_buffer import Rows
 from kctl.connectors.jdbc._sink_config import (
+    INSERT,
     SINK_MODULE,
     STAGE_COPY,
     STAGE_SPARK,
@@ -59,6 +60,7 @@ class _Plan:
     rejected: dict[int, BaseException]
     origin: Callable[[int], SinkRecord]
     earlier: Callable[[], dict[int, list[int]]]
+    copy: tuple[str, list[Column], pa.Table] | None = None  # rows COPY puts in a table
 
 
 def _staging_prefix(connector: str, table: str) -> str:
@@ -85,11 +87,26 @@ class Writer:
         self._reject = reject
         self._instance = uuid.uuid4().hex[:8]
         self.staging: dict[str, _Staging] = {}
+        self._no_copy: set[str] = set()  # tables COPY cannot write (views)
         self.db_offsets: dict[TopicPartition, int] = {}  # exactly_once: what the DB holds
         db.on_close.append(self.staging.clear)
 
     def write(self, table: str, rows: Rows, offsets: Mapping[TopicPartition, int]) -> None:
-        """Stage the rows, merge them into `table` with the offsets, leave staging empty."""
+        """Stage the rows, merge them into `table` with the offsets, leave staging empty.
+        Plain inserts COPY straight into `table` when they can: a row the table refuses
+        sends the batch through staging, where bisection finds it."""
+        if self._copies_into_target(table, rows):
+            plan = _Plan([], [], [], dict(rows.rejected), rows.origin, rows.earlier,
+                         copy=(table, rows.columns, rows.table))
+            try:
+                self._transaction(plan, offsets)
+                return
+            except _RowFault:
+                log.debug("A row of the batch for %s was refused: staging it", table)
+            except _CopyRefused as e:  # a view, say: statements can write it, COPY cannot
+                log.info("COPY cannot write %s (%s): its batches go through staging",
+                         table, e)
+                self._no_copy.add(table)
         staging = self._ensure_staging(table, rows.columns)
         rejected = {**rows.rejected, **self._stage(staging, rows)}
         self._merge(table, staging, rows, rejected, offsets)
@@ -167,21 +184,30 @@ class Writer:
 
     # loading staging: COPY or Spark
 
+    def _copies_into_target(self, table: str, rows: Rows) -> bool:
+        """Inserts without deletes need no statement over staging: COPY writes the target."""
+        return (self._load == self._copy and self.mode == INSERT and rows.table.num_rows > 0
+                and table not in self._no_copy
+                and not pc.any(rows.table[STAGING_DELETE]).as_py())
+
     def _copy(self, staging: str, table: pa.Table, single: bool = False) -> None:
         """PostgreSQL's COPY FROM STDIN of the rows as CSV (Arrow writes it in C++), in a
         transaction of its own: 10-20x Spark's JDBC writer for a batch, and no Spark job."""
-        q = self.dialect.quote_identifier
-        names = ", ".join(q(n) for n in table.column_names)
         conn = self.db.connect()
         try:
-            with conn.cursor() as cur, cur.copy(
-                    f"COPY {q(staging)} ({names}) FROM STDIN (FORMAT csv)") as copy:
-                for chunk in csv_chunks(table):
-                    copy.write(chunk)
+            with conn.cursor() as cur:
+                self._copy_rows(cur, self.dialect.quote_identifier(staging),
+                                table.column_names, table)
             conn.commit()
         except Exception:
             self.db.rollback(conn)
             raise
+
+    def _copy_rows(self, cur: Any, target: str, names: list[str], table: pa.Table) -> None:
+        columns = ", ".join(self.dialect.quote_identifier(n) for n in names)
+        with cur.copy(f"COPY {target} ({columns}) FROM STDIN (FORMAT csv)") as copy:
+            for chunk in csv_chunks(table):
+                copy.write(chunk)
 
     # Spark
 
@@ -277,6 +303,15 @@ class Writer:
             cur = conn.cursor()
             if offsets:
                 self._fence(cur, offsets)
+            if plan.copy is not None:
+                table, columns, rows = plan.copy
+                try:
+                    self._copy_rows(cur, self.dialect.table(table), [c.name for c in columns],
+                                    rows.select([c.staging for c in columns]))
+                except Exception as e:
+                    if sql.classify(e) == sql.FATAL:
+                        raise _CopyRefused(message(e)) from None
+                    raise
             for seg in plan.segments:
                 if bisecting:
                     self._bisect(cur, plan.statements, seg, failed)
@@ -293,7 +328,7 @@ class Writer:
                 self._reject(plan.origin(r), error if isinstance(error, DataError)
                              else RowRejected(message(error)))
             conn.commit()
-        except _RowFault:
+        except (_RowFault, _CopyRefused):
             self.db.rollback(conn)
             raise
         except (JdbcSinkError, ConnectError):
@@ -422,3 +457,6 @@ def no_origin(r: int) -> SinkRecord:
 class _RowFault(Exception):
     """The fast path hit a row's fault: bisect in a new transaction."""
 
+
+class _CopyRefused(Exception):
+    """COPY cannot write the target itself (a view): stage the batch instead."""

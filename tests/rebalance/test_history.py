@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.browser import dom, screenshot
-from support.generations import T0, leader_records, record, story_records
+from support.generations import T0, leader_records, record, story_records, work
 
 from kctl.errors import ConfigError, NotFoundError
 from kctl.group.history import AssignorInputs
@@ -89,6 +89,43 @@ def test_a_member_without_a_record_of_its_own_is_told_from_the_leaders_assignmen
     assert round3["sources"] == {"w1": "worker record", "w2": "leader's assignment"}
     assert round3["assignments"]["w2"] == {"connectors": [], "tasks": ["ct1-1"]}
     assert "from the leader's assignment" in _render({"rounds": [round3], "summary": {}})
+
+
+def test_an_answer_a_member_never_received_is_not_counted_as_its_stops():
+    """The tests' broker answers a follower's SyncGroup with REBALANCE_IN_PROGRESS when the
+    leader rejoins first: the follower completes no generation, writes no record, keeps
+    running what it had, and the next round revokes the same tasks again. Counting the
+    leader's first answer too made the live storm's stop phase count 246 stops for 90
+    tasks."""
+    inputs = {"members": {"w1-id": {"url": "http://w1:8083",
+                                    "owned": work("ct1", "ct1-0").to_json()},
+                          "w2-id": {"url": "http://w2:8083",
+                                    "owned": work("ct1-1", "ct1-2").to_json()}},
+              "assignments": {"w2-id": {"assigned": {},
+                                        "revoked": work("ct1-1", "ct1-2").to_json(),
+                                        "version": 2}}}
+    records = [
+        # ct1 is deleted: w1 stops its part; w2's SyncGroup of generation 5 never completes
+        record("w1", 5, 0, trigger="connector ct1 deleted", members=["w1", "w2"],
+               inputs=inputs, revoked=["ct1", "ct1-0"]),
+        # generation 6 revokes w2's part again, and w2 stops it
+        record("w1", 6, 2, members=["w1", "w2"]),
+        record("w2", 6, 2, revoked=["ct1-1", "ct1-2"]),
+    ]
+    doc = cluster_history(records)
+    round5, round6 = doc["rounds"]
+    assert round5["sources"] == {"w1": "worker record", "w2": "not received"}
+    assert round5["revoked"] == {"w1": {"connectors": ["ct1"], "tasks": ["ct1-0"]}}
+    assert round5["assignments"]["w2"] == work("ct1-1", "ct1-2").to_json()  # still ran them
+    assert round6["revoked"] == {"w2": {"connectors": [], "tasks": ["ct1-1", "ct1-2"]}}
+    assert doc["summary"]["tasks_stopped"] == 3  # ct1-0, ct1-1, ct1-2: each once
+    assert "did not complete this generation" in _render({"rounds": [round5], "summary": {}})
+
+    # a member that recorded nothing later (it died) is still told from the leader's answer
+    # (named by the URL it joined with, as it wrote no record at all)
+    dead = cluster_history(records[:1])["rounds"][0]
+    assert dead["sources"]["w2:8083"] == "leader's assignment"
+    assert dead["revoked"]["w2:8083"] == work("ct1-1", "ct1-2").to_json()
 
 
 def test_filters_pick_rounds_by_connector_count_time_and_generation():

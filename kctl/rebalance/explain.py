@@ -266,11 +266,17 @@ def render_round(round_: Doc, console: Console, *, kind: str = "connect", number
     sets_text = _sets_text(round_.get("sets") or {})
     if sets_text is not None:
         console.print(sets_text)
-    borrowed = sorted(m for m, source in (round_.get("sources") or {}).items()
-                      if source != "worker record")
+    sources = round_.get("sources") or {}
+    borrowed = sorted(m for m, source in sources.items()
+                      if source not in ("worker record", "not received"))
     if borrowed:  # a live round: members that wrote no record of it
         console.print(Text("from the leader's assignment (no record of their own): "
                            + " ".join(borrowed), style="dim"))
+    missed = sorted(m for m, source in sources.items() if source == "not received")
+    if missed:  # they recorded a later generation: this one's answer never reached them
+        console.print(Text("did not complete this generation (the leader's answer did not "
+                           "reach them; what it moved moves in a later round): "
+                           + " ".join(missed), style="dim"))
 
 
 def _member_table(round_: Doc, members: Sequence[str], kind: str) -> Table:

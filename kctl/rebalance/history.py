@@ -9,8 +9,10 @@ one renderer, one HTML timeline and one set of scripts serve both; names each ro
 cause from the membership, the protocol and the reasons the workers gave; and replays a
 recorded round through the same assignor to show that it reproduces the recorded answer.
 
-Each round also says where its facts came from (`sources`): a worker's own record, or the
-leader's assignment when that worker wrote none (it died, or has not caught up yet).
+Each round also says where its facts came from (`sources`): a worker's own record, the
+leader's assignment when that worker wrote none (it died, or has not caught up yet), or
+`not received` when it wrote none but recorded a later generation (it never completed this
+one, so the leader's answer to it moved nothing and is not counted).
 """
 
 from __future__ import annotations
@@ -74,8 +76,16 @@ def _work(value: Any) -> ConnectorsAndTasks:
     return ConnectorsAndTasks.from_json(value) if isinstance(value, Mapping) else EMPTY
 
 
-def _round(generation: int, records: Sequence[Doc], names: Mapping[str, str]) -> dict[str, Any]:
-    """One generation from the records its workers wrote (the leader's first)."""
+def _round(generation: int, records: Sequence[Doc], names: Mapping[str, str],
+           last_recorded: Mapping[str, int]) -> dict[str, Any]:
+    """One generation from the records its workers wrote (the leader's first).
+
+    A member without a record of its own is told from the leader's answer to it only if it
+    recorded no later generation (it died, or its record is not read yet). One that did
+    record a later one did not complete this generation (its SyncGroup was answered with
+    REBALANCE_IN_PROGRESS, as the tests' broker does when the leader rejoins first): it
+    never got that answer and kept running what it had, and the work the answer moved is
+    moved again, and counted, in a later round."""
     leader_id = next((str(r["leader"]) for r in records if r.get("leader")), "")
     leader = next((r for r in records if r["member_id"] == leader_id), None)
     inputs = (leader or {}).get("inputs") or {}
@@ -95,6 +105,10 @@ def _round(generation: int, records: Sequence[Doc], names: Mapping[str, str]) ->
             assignments[worker] = _work(own.get("owned")).to_json()
             plus, minus = _work(own.get("assigned")), _work(own.get("revoked"))
             sources[worker] = "worker record"
+        elif worker in answers and last_recorded.get(worker, -1) > generation:
+            assignments[worker] = _work(metadata.get(worker, {}).get("owned")).to_json()
+            plus = minus = EMPTY
+            sources[worker] = "not received"
         elif worker in answers:
             answer = answers[worker]
             before = _work(metadata.get(worker, {}).get("owned"))
@@ -225,12 +239,15 @@ def cluster_history(records: Iterable[Doc], departures: Iterable[Doc] = ()) -> d
     records = [r for r in records if isinstance(r, Mapping) and "member_id" in r]
     names = _names(records)
     by_generation: dict[int, list[Doc]] = {}
+    last_recorded: dict[str, int] = {}
     for r in records:
         by_generation.setdefault(int(r["generation"]), []).append(r)
+        worker = str(r["worker"])
+        last_recorded[worker] = max(last_recorded.get(worker, -1), int(r["generation"]))
     notes = {str(d["worker"]): d for d in departures if isinstance(d, Mapping) and "worker" in d}
     rounds: list[dict[str, Any]] = []
     for generation in sorted(by_generation):
-        round_ = _round(generation, by_generation[generation], names)
+        round_ = _round(generation, by_generation[generation], names, last_recorded)
         round_["causes"] = _causes(round_, rounds[-1] if rounds else None, notes)
         round_["trigger"] = "; ".join(_describe(c) for c in round_["causes"])
         rounds.append(round_)

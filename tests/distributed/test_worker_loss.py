@@ -1,24 +1,29 @@
 """A worker of a three-worker cluster dies with SIGKILL while a file -> topic -> file
-pipeline runs.
+pipeline runs; then a second one is stopped cleanly.
 
 Story: its tasks stay unassigned while `scheduled.rebalance.max.delay.ms` gives it a chance
 to come back (the leader's record of that generation names them as lost and hands them to
-nobody, and `connector status` shows them UNASSIGNED with a note naming the dead worker and
-when they will be reassigned); when the delay expires the leader rejoins, the group
-rebalances with no other worker joining and the lost tasks run on the two survivors; the
-exactly-once FileSink's output holds every one of the 20k lines exactly once.
+nobody, and `kctl connector status` shows them UNASSIGNED with a note naming the dead
+worker, when it was lost and when they will be reassigned); when the delay expires the
+leader rejoins, the group rebalances with no other worker joining and the lost tasks run on
+the two survivors; the exactly-once FileSink's output holds every one of the 20k lines
+exactly once. Then one survivor gets SIGTERM (a clean stop, as Ctrl-C) with nobody to
+replace it: its work too is held back for the delay, shown UNASSIGNED with the note, and
+then runs on the last worker (issue 25 measured it running nowhere for 113 s).
 """
 
 from __future__ import annotations
 
 import collections
 import json
+import re
+import signal
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from support.cluster import Cluster
+from support.cluster import Cluster, ClusterWorker
 from support.files import committed_lines
 from support.waiting import wait_until
 
@@ -52,6 +57,39 @@ def work_on(cluster: Cluster, worker_id: str, names: tuple[str, ...]) -> Connect
         [n for n, w in cluster.placement(name).items() if w == worker_id and n != name])
         for name in names]
     return union_all(owned)
+
+
+def utc(ms: int) -> str:
+    """How the status note writes a moment (to the second, UTC)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms // 1000))
+
+
+def lost_record(cluster: Cluster, after: int, lost: ConnectorsAndTasks) -> dict | None:
+    """The first leader's record after generation `after` that holds `lost` back."""
+    return next((g for g in cluster.generations()
+                 if g["generation"] > after and g["sets"]
+                 and ConnectorsAndTasks.from_json(g["sets"].get("lost", {})) == lost), None)
+
+
+def task_statuses(via: ClusterWorker, connector: str,
+                  tasks: ConnectorsAndTasks) -> list[dict]:
+    """What `kctl connector status -o json` says of these tasks of a connector."""
+    status = json.loads(via.kctl("connector", "status", connector, "-o", "json").stdout)
+    ids = {str(t) for t in tasks.tasks}
+    return [t for t in status["tasks"] if f"{connector}-{t['id']}" in ids]
+
+
+def assert_noted(task: dict, worker_id: str, record: dict) -> None:
+    """The note on a task that runs nowhere: who lost it, since the round that first held
+    it back, and when the delay that round set expires."""
+    assert task["state"] == "UNASSIGNED" and task["worker_id"] == worker_id, task
+    assert f"Worker {worker_id} left the group" in task["trace"]
+    assert f"lost at {utc(record['at_ms'])}," in task["trace"], (task["trace"], record["at_ms"])
+    due = re.search(r"reassigned at (\S+) ", task["trace"])
+    assert due, task["trace"]
+    expected_ms = record["at_ms"] + record["delay_ms"]
+    # a later round of the delay restates the same moment from its own clock
+    assert due[1] in {utc(expected_ms + d) for d in (-1000, 0, 1000)}, (due[1], expected_ms)
 
 
 def test_a_killed_workers_tasks_wait_for_the_delay_then_run_on_the_survivors(kafka_broker,
@@ -88,13 +126,8 @@ def test_a_killed_workers_tasks_wait_for_the_delay_then_run_on_the_survivors(kaf
         write_lines(indir / "part-2.txt", LINES // 2, LINES - LINES // 2)
 
         # the leader notices, names the victim's work as lost and holds it back
-        def waiting() -> dict | None:
-            return next((g for g in cluster.generations()
-                         if g["generation"] > generation_before and g["sets"]
-                         and ConnectorsAndTasks.from_json(g["sets"].get("lost", {})) == lost),
-                        None)
-
-        record = wait_until(waiting, timeout=120, interval=0.5,
+        record = wait_until(lambda: lost_record(cluster, generation_before, lost),
+                            timeout=120, interval=0.5,
                             message="the leader's record of the lost work",
                             on_timeout=cluster.logs)
         assert record["delay_ms"] > 0
@@ -102,18 +135,17 @@ def test_a_killed_workers_tasks_wait_for_the_delay_then_run_on_the_survivors(kaf
         held = union_all(ConnectorsAndTasks.from_json(g["owned"]) for g in cluster.generations()
                          if g["generation"] == record["generation"])
         assert (held & lost) == EMPTY, "lost work stays unassigned during the delay"
-        def lost_tasks_status() -> list[dict]:
-            return [t for t in cluster.status(SINK)["tasks"] if f"{SINK}-{t['id']}" in
-                    {str(t) for t in lost.tasks}]
+        survivor = next(w for w in (w1, w2, w3) if w is not victim)
 
-        # while the delay runs, status says the tasks run nowhere, and why
+        def lost_tasks_status() -> list[dict]:
+            return task_statuses(survivor, SINK, lost)
+
+        # while the delay runs, `kctl connector status` says the tasks run nowhere, and why
         wait_until(lambda: all(t["state"] == "UNASSIGNED" for t in lost_tasks_status()),
                    timeout=30, interval=0.2, message="the lost tasks shown UNASSIGNED",
                    on_timeout=cluster.logs)
         for t in lost_tasks_status():
-            assert t["worker_id"] == victim.worker_id
-            assert f"Worker {victim.worker_id} left the group" in t["trace"]
-            assert "reassigned at" in t["trace"]
+            assert_noted(t, victim.worker_id, record)
         while time.time() * 1000 < record["at_ms"] + record["delay_ms"] - 1000:
             assert all(t["state"] == "UNASSIGNED" for t in lost_tasks_status())
             time.sleep(0.5)
@@ -133,5 +165,42 @@ def test_a_killed_workers_tasks_wait_for_the_delay_then_run_on_the_survivors(kaf
                    interval=1, message="every line in the output", on_timeout=cluster.logs)
         time.sleep(2)  # a late duplicate would show up now
         assert collections.Counter(committed_lines(outdir)) == want
+
+        # a clean stop, with nobody to replace it: a survivor that is not the leader gets
+        # SIGTERM; its work waits for the delay too, then runs on the last worker
+        leader = max(cluster.generations(), key=lambda g: g["generation"])["leader"]
+        stopping, last = sorted(cluster.live(),
+                                key=lambda w: leader.startswith(w.worker_id + "-"))
+        held = work_on(cluster, stopping.worker_id, (SRC, SINK))
+        assert held.tasks, "the worker to stop runs some tasks"
+        generation_before = max(g["generation"] for g in cluster.generations())
+        stopping.proc.send_signal(signal.SIGTERM)
+        assert stopping.proc.wait(30) == 0, stopping.log()[-3000:]
+
+        record = wait_until(lambda: lost_record(cluster, generation_before, held),
+                            timeout=60, interval=0.5,
+                            message="the leader's record of the stopped worker's work",
+                            on_timeout=cluster.logs)
+        assert record["delay_ms"] > 0 and record["members"] == [leader]
+
+        def waiting() -> list[dict]:
+            return [t for name in (SRC, SINK) for t in task_statuses(last, name, held)]
+
+        # (the stopping worker marks its tasks UNASSIGNED as it stops them; the leader's
+        # note, written after its round, says why and until when)
+        wait_until(lambda: all(t["state"] == "UNASSIGNED" and "lost at" in t.get("trace", "")
+                               for t in waiting()),
+                   timeout=30, interval=0.2, message="the stopped worker's tasks noted",
+                   on_timeout=cluster.logs)
+        assert len(waiting()) == len(held.tasks)
+        for t in waiting():
+            assert_noted(t, stopping.worker_id, record)
+        wait_until(lambda: all(cluster.placement(name).get(item) == last.worker_id
+                               for name in (SRC, SINK)
+                               for item in {*held.connectors, *map(str, held.tasks)}
+                               if item == name or item.startswith(name + "-")),
+                   timeout=record["delay_ms"] / 1000 + 20, interval=0.5,
+                   message="the stopped worker's work runs on the last worker",
+                   on_timeout=cluster.logs)
     finally:
         cluster.stop()

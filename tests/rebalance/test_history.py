@@ -10,66 +10,21 @@ tests/distributed/test_rebalance_insight.py); replays use the inputs the real
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.browser import dom, screenshot
+from support.generations import T0, leader_records, record, story_records, work
 
 from kctl.errors import ConfigError, NotFoundError
-from kctl.group.assignors.connect import ConnectorsAndTasks
-from kctl.group.history import AssignorInputs, GenerationRecord
+from kctl.group.history import AssignorInputs
 from kctl.rebalance import explain as ex
 from kctl.rebalance.history import cluster_history, filter_rounds, parse_since, replay
-from kctl.rebalance.scenario import Scenario
-from kctl.rebalance.simulator import simulate
 from kctl.rebalance.timeline import render_html
 
-T0 = 1_764_000_000_000  # some wall-clock ms
-
-
-def work(*items: str) -> ConnectorsAndTasks:
-    return ConnectorsAndTasks.of([i for i in items if "-" not in i],
-                                 [i for i in items if "-" in i])
-
-
-def record(worker: str, generation: int, at_s: float, *, leader: str = "w1", trigger: str = "",
-           owned=(), assigned=(), revoked=(), members=(), delay_ms: int = 0, sets=None,
-           inputs=None, protocol: str = "sessioned") -> dict:
-    return GenerationRecord(
-        worker=worker, member_id=f"{worker}-id", generation=generation,
-        at_ms=T0 + int(at_s * 1000), trigger=trigger, protocol=protocol,
-        leader=f"{leader}-id", owned=work(*owned), assigned=work(*assigned),
-        revoked=work(*revoked), delay_ms=delay_ms,
-        members=tuple(f"{m}-id" for m in members), sets=sets or {}, inputs=inputs or {},
-        url=f"http://{worker}:8083", started_ms=T0 + int(at_s * 1000) - 200).to_json()
-
-
 # ---------------------------------------------------------------- causes
-
-
-def story_records() -> list[dict]:
-    """w1 forms the group, w2 joins, ct1 is created, w3 joins, w3 leaves cleanly, w2 dies."""
-    return [
-        record("w1", 1, 0, trigger="join", members=["w1"]),
-        record("w1", 2, 5, members=["w1", "w2"]),
-        record("w2", 2, 5, trigger="join"),
-        record("w1", 3, 10, trigger="connector ct1 created", members=["w1", "w2"],
-               owned=["ct1", "ct1-0"], assigned=["ct1", "ct1-0"],
-               inputs={"config_offset": 7}),
-        record("w2", 3, 10, owned=["ct1-1"], assigned=["ct1-1"]),
-        record("w1", 4, 20, members=["w1", "w2", "w3"], owned=["ct1", "ct1-0"]),
-        record("w2", 4, 20, owned=["ct1-1"]),
-        record("w3", 4, 20, trigger="join"),
-        record("w1", 5, 30, members=["w1", "w2"], owned=["ct1", "ct1-0"]),
-        record("w2", 5, 30, owned=["ct1-1"]),
-        record("w1", 6, 45, members=["w1"], owned=["ct1", "ct1-0"], delay_ms=8000,
-               sets={"lost": work("ct1-1").to_json()}),
-        record("w1", 7, 53, trigger="scheduled rebalance delay expired", members=["w1"],
-               owned=["ct1", "ct1-0", "ct1-1"], assigned=["ct1-1"]),
-    ]
 
 
 def causes(doc, generation):
@@ -136,6 +91,43 @@ def test_a_member_without_a_record_of_its_own_is_told_from_the_leaders_assignmen
     assert "from the leader's assignment" in _render({"rounds": [round3], "summary": {}})
 
 
+def test_an_answer_a_member_never_received_is_not_counted_as_its_stops():
+    """The tests' broker answers a follower's SyncGroup with REBALANCE_IN_PROGRESS when the
+    leader rejoins first: the follower completes no generation, writes no record, keeps
+    running what it had, and the next round revokes the same tasks again. Counting the
+    leader's first answer too made the live storm's stop phase count 246 stops for 90
+    tasks."""
+    inputs = {"members": {"w1-id": {"url": "http://w1:8083",
+                                    "owned": work("ct1", "ct1-0").to_json()},
+                          "w2-id": {"url": "http://w2:8083",
+                                    "owned": work("ct1-1", "ct1-2").to_json()}},
+              "assignments": {"w2-id": {"assigned": {},
+                                        "revoked": work("ct1-1", "ct1-2").to_json(),
+                                        "version": 2}}}
+    records = [
+        # ct1 is deleted: w1 stops its part; w2's SyncGroup of generation 5 never completes
+        record("w1", 5, 0, trigger="connector ct1 deleted", members=["w1", "w2"],
+               inputs=inputs, revoked=["ct1", "ct1-0"]),
+        # generation 6 revokes w2's part again, and w2 stops it
+        record("w1", 6, 2, members=["w1", "w2"]),
+        record("w2", 6, 2, revoked=["ct1-1", "ct1-2"]),
+    ]
+    doc = cluster_history(records)
+    round5, round6 = doc["rounds"]
+    assert round5["sources"] == {"w1": "worker record", "w2": "not received"}
+    assert round5["revoked"] == {"w1": {"connectors": ["ct1"], "tasks": ["ct1-0"]}}
+    assert round5["assignments"]["w2"] == work("ct1-1", "ct1-2").to_json()  # still ran them
+    assert round6["revoked"] == {"w2": {"connectors": [], "tasks": ["ct1-1", "ct1-2"]}}
+    assert doc["summary"]["tasks_stopped"] == 3  # ct1-0, ct1-1, ct1-2: each once
+    assert "did not complete this generation" in _render({"rounds": [round5], "summary": {}})
+
+    # a member that recorded nothing later (it died) is still told from the leader's answer
+    # (named by the URL it joined with, as it wrote no record at all)
+    dead = cluster_history(records[:1])["rounds"][0]
+    assert dead["sources"]["w2:8083"] == "leader's assignment"
+    assert dead["revoked"]["w2:8083"] == work("ct1-1", "ct1-2").to_json()
+
+
 def test_filters_pick_rounds_by_connector_count_time_and_generation():
     doc = cluster_history(story_records())
     assert [r["generation"] for r in filter_rounds(doc, connector="ct1")["rounds"]] == [3, 6, 7]
@@ -158,23 +150,6 @@ def test_since_takes_durations_times_and_epoch_milliseconds():
 
 
 # ---------------------------------------------------------------- replay
-
-
-def leader_records(scenario: dict) -> list[dict]:
-    """What each round's leader would record: its handler's inputs, as JSON."""
-    records: list[dict] = []
-
-    def observe(round_, sim):
-        handler = sim.nodes[round_.leader].member.handler if round_.leader in sim.nodes else None
-        inputs = getattr(handler, "inputs", {}).get(round_.generation)
-        if inputs is not None:
-            records.append({"worker": round_.leader, "member_id": inputs.leader,
-                            "leader": inputs.leader, "generation": round_.generation,
-                            "at_ms": round_.at_ms, "inputs": json.loads(
-                                json.dumps(inputs.to_json()))})
-
-    simulate(Scenario.from_dict(scenario), observer=observe)
-    return records
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -53,6 +53,7 @@ from _cluster import (
     spread,
     status,
 )
+from support.waiting import wait_until  # tests/ is on the path through _cluster
 
 POLL_S = 0.05
 
@@ -113,11 +114,13 @@ def join_run(bootstrap: str, root: Path, protocol: str, session_ms: int,
 
         w4 = ClusterWorker(root, "w4", cluster.settings)
         cluster.workers.append(w4)
-        four = [*three, w4.worker_id]
         rest_up = joined = None
         wall0 = time.time()
         t0 = time.perf_counter()
         w4.launch()
+        w4._url = wait_until(w4._reported_url, timeout=180, interval=POLL_S / 5,
+                             message="w4's REST listener")  # it binds port 0
+        four = [*three, w4.worker_id]
         deadline = t0 + 180
         while True:
             now = time.perf_counter()

@@ -143,6 +143,30 @@ def test_mariadb_times_of_day_and_durations(engine, mariadb_db):
     assert all("outside a day" in str(e) for _, e in reporter.reports)
 
 
+def test_mariadb_bits_arrive_as_their_bytes_and_booleans_as_booleans(engine, mariadb_db):
+    """Spark read BIT(8) b'10101010' as the 32 characters '1111...10101010' (the sign-extended
+    value spelled in binary); it arrives as the byte 0xAA, as CAST(... AS BINARY) gives it."""
+    mariadb_db.execute(
+        "CREATE TABLE flags (id INT PRIMARY KEY, ok BOOLEAN, one BIT(1), b8 BIT(8), "
+        "b12 BIT(12), b64 BIT(64), kind ENUM('a', 'b'), tags SET('x', 'y'), doc JSON, "
+        "y YEAR)",
+        "INSERT INTO flags VALUES (1, TRUE, b'1', b'10101010', b'101010101010', "
+        f"b'1{'0' * 62}1', 'b', 'x,y', '{{\"k\": 1}}', 2024), "
+        "(2, FALSE, b'0', 0, 1, 0, 'a', '', '[]', 1901), "
+        "(3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)")
+    records = read_table(engine, mariadb_db, "flags")
+    got = {val(r)["id"]: val(r) for r in records}
+    assert [(got[i]["ok"], got[i]["one"], got[i]["b8"], got[i]["b12"], got[i]["b64"])
+            for i in (1, 2, 3)] == [
+        (True, True, b"\xaa", b"\x0a\xaa", b"\x80" + b"\x00" * 6 + b"\x01"),
+        (False, False, b"\x00", b"\x00\x01", b"\x00" * 8),
+        (None, None, None, None, None)]
+    assert [field_schema(records[0], f).type for f in ("ok", "one", "b8", "kind", "doc")] == [
+        Type.BOOLEAN, Type.BOOLEAN, Type.BYTES, Type.STRING, Type.STRING]
+    assert (got[1]["kind"], got[1]["tags"], got[1]["doc"]) == ("b", "x,y", '{"k": 1}')
+    assert got[1]["y"] == dt.date(2024, 1, 1)  # YEAR: a Date on January 1st, as Spark reads it
+
+
 @pytest.mark.parametrize("granularity,expect", [
     ("connect_logical", dt.datetime(2024, 5, 1, 12, 30, 15, 123456, tzinfo=UTC)),
     ("nanos_long", 1714566615123456000),

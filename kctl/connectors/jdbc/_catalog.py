@@ -66,7 +66,15 @@ class Column:
         reads them as timestamps on 1970-01-01, to the millisecond)."""
         if self.numeric:
             return self.precision is None or self.precision > SPARK_DECIMAL_DIGITS
-        return self.time_of_day
+        return self.time_of_day or self.bits is not None
+
+    @property
+    def bits(self) -> int | None:
+        """MariaDB's BIT(n), n > 1: Spark reads it as a string of '0's and '1's of the
+        sign-extended value (b'10101010' became 32 characters), as text its signed value."""
+        if self.type_name == "bit" and self.precision is not None and self.precision > 1:
+            return self.precision
+        return None
 
     @property
     def time_of_day(self) -> bool:
@@ -288,7 +296,7 @@ class Catalog:
         out = []
         for r in rows:
             type_name = str(r[1]).lower()
-            numeric = type_name in ("numeric", "decimal")
+            numeric = type_name in ("numeric", "decimal", "bit")  # bit: its width
             out.append(Column(r[0], type_name, bool(r[2]), type_name in ints,
                               int(r[3]) if numeric and r[3] is not None else None,
                               int(r[4]) if numeric and r[4] is not None else None))

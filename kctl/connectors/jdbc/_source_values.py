@@ -86,7 +86,7 @@ def _time_of_day(text: str, zoned: bool) -> int:
 
 def _typed(columns: Sequence[Column], table: pa.Table, bad: dict[int, str]) -> pa.Table:
     """The columns read as text (Column.read_as_text) as their types: times of day as
-    Connect's Time, numerics of a declared precision up to Arrow's 76 digits as exact
+    Connect's Time, MariaDB's BIT(n) as its bytes, numerics of a declared precision up to Arrow's 76 digits as exact
     decimals; unconstrained numerics (and wider ones) stay their exact text. A value that
     does not convert is its row's error (the dead letter queue)."""
     for c in columns:
@@ -97,6 +97,8 @@ def _typed(columns: Sequence[Column], table: pa.Table, bad: dict[int, str]) -> p
             typ: pa.DataType = pa.time64("us")
             zoned = c.with_time_zone
             conv = lambda v, z=zoned: _time_of_day(v, z)  # noqa: E731
+        elif c.bits is not None:
+            typ, conv = pa.binary(), lambda v, n=c.bits: _bits(v, n)
         elif c.precision is not None and c.precision <= ARROW_DECIMAL_DIGITS:
             typ, conv = pa.decimal256(c.precision, c.scale or 0), decimal.Decimal
         else:
@@ -111,6 +113,12 @@ def _typed(columns: Sequence[Column], table: pa.Table, bad: dict[int, str]) -> p
         idx = table.column_names.index(c.name)
         table = table.set_column(idx, pa.field(c.name, typ), pa.array(out, type=typ))
     return table
+
+
+def _bits(text: str, n: int) -> bytes:
+    """BIT(n) read as its signed value: the n bits, big-endian, in whole bytes (what
+    MariaDB's CAST(... AS BINARY) gives)."""
+    return (int(text) & ((1 << n) - 1)).to_bytes((n + 7) // 8, "big")
 
 
 _INT64 = (-(2**63), 2**63 - 1)

@@ -1,0 +1,63 @@
+"""The CLI waits out a rebalance: a write a cluster refuses with 409 while its group
+rebalances (Kafka's answer) is tried again until `--timeout`, and the user is told once
+why it waits. Any other 409 (a connector that exists) is the answer at once."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from kctl.cli.client import Client, ClientError
+
+REBALANCING = {"error_code": 409, "message": "Cannot complete request because of a "
+               "conflicting operation (e.g. worker rebalance)"}
+
+
+def client_of(answers: list[tuple[int, dict]], retry_for: float,
+              heard: list[str]) -> tuple[Client, list[str]]:
+    """A Client whose worker answers `answers` in turn (the last one from then on)."""
+    seen: list[str] = []
+
+    def worker(request: httpx.Request) -> httpx.Response:
+        seen.append(f"{request.method} {request.url.path}")
+        status, body = answers[min(len(seen), len(answers)) - 1]
+        return httpx.Response(status, json=body)
+
+    client = Client("http://worker:8083", retry_for=retry_for, on_wait=heard.append)
+    client._http = httpx.Client(base_url=client.url, transport=httpx.MockTransport(worker))
+    return client, seen
+
+
+def test_a_write_refused_during_a_rebalance_is_retried_and_the_user_told_once():
+    heard: list[str] = []
+    created = {"name": "c1", "config": {}, "tasks": []}
+    client, seen = client_of([(409, REBALANCING), (409, REBALANCING), (201, created)],
+                             retry_for=10, heard=heard)
+    assert client.request("POST", "/connectors", json={"name": "c1"}) == created
+    assert seen == ["POST /connectors"] * 3
+    assert heard == [REBALANCING["message"]]
+
+
+def test_a_rebalance_that_outlasts_the_timeout_is_the_answer():
+    heard: list[str] = []
+    client, seen = client_of([(409, REBALANCING)], retry_for=0.5, heard=heard)
+    with pytest.raises(ClientError, match="rebalance") as e:
+        client.request("PUT", "/connectors/c1/pause")
+    assert e.value.status == 409
+    assert 2 <= len(seen) <= 4, seen  # backoff 0.2 s, then 0.4 s: the deadline stops it
+    assert len(heard) == 1
+
+
+@pytest.mark.parametrize("retry_for", [0.0, 10.0])
+def test_other_conflicts_and_no_timeout_answer_at_once(retry_for):
+    heard: list[str] = []
+    exists = {"error_code": 409, "message": "Connector c1 already exists"}
+    client, seen = client_of([(409, exists)], retry_for=retry_for, heard=heard)
+    with pytest.raises(ClientError, match="already exists"):
+        client.request("POST", "/connectors", json={"name": "c1"})
+    assert seen == ["POST /connectors"] and heard == []
+
+    client, seen = client_of([(409, REBALANCING)], retry_for=0.0, heard=heard)
+    with pytest.raises(ClientError, match="rebalance"):
+        client.request("POST", "/connectors", json={"name": "c1"})
+    assert seen == ["POST /connectors"] and heard == []

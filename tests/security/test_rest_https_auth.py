@@ -6,6 +6,7 @@ clear answer, and nothing changes on the worker."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import ssl
 import subprocess
@@ -289,3 +290,14 @@ def test_an_unmodified_connect_client_from_pypi_drives_the_worker(worker, tls_fi
     assert names(worker) == ["from-pypi"]
     client.delete_connector("from-pypi")
     assert client.list_connectors() == [] and names(worker) == []
+
+
+def test_kctl_with_a_plaintext_url_to_an_https_worker_says_to_use_https(worker, tls_files):
+    plain = worker.rest.url.replace("https://", "http://")
+    r = kctl(plain, "--cacert", str(tls_files.ca), "connector", "create", "-", stdin=json.dumps(
+        {"name": "plain", "config": SOURCE}),
+        env={"KCTL_USER": "alice", "KCTL_PASSWORD": "wonderland"})
+    assert r.returncode != 0
+    assert "does the worker listen on https? use an https:// URL" in r.stderr, r.stderr
+    assert "wonderland" not in r.stderr + r.stdout
+    assert names(worker) == []

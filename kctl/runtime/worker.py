@@ -410,6 +410,12 @@ class Worker:
         except Exception as e:
             raise settings.rejected(connector, e) from e
 
+    def connector_admin(self, name: str, config: Mapping[str, str]) -> Admin:
+        """An admin client for work done on a connector's behalf outside its tasks (a
+        sink's offsets reset), from its stored config with placeholders resolved."""
+        resolved = self.resolve(config, None, f"connector {name}")
+        return self.new_admin(name, self.admin_settings(resolved))
+
     def new_producer(self, connector: str, settings: ClientSettings) -> Producer:
         """A producer with these settings; a setting the client rejects is a ConfigError
         naming the key, which fails the task (never the worker)."""

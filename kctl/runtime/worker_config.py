@@ -102,7 +102,9 @@ WORKER_CONFIG = (
             "Absolute directories FileSource may read and FileSink may write under. Empty: "
             "anywhere the worker's user may. A path outside them (after resolving `..` and "
             "symlinks) makes the connector config invalid; files a source finds through a "
-            "symlink that leads outside are skipped.", group="Security")
+            "symlink that leads outside are skipped, and a FileSink task whose topic or "
+            "partition directory is a symlink leading outside fails, naming it.",
+            group="Security")
     .define("worker.id", ConfigType.STRING, None, None, Importance.LOW,
             "Worker id shown in statuses; default host:port of the REST listener.",
             group="Common")

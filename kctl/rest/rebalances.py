@@ -142,7 +142,8 @@ def describe_worker_group(herder: Herder, group: str) -> dict[str, Any]:
         try:
             from kctl.transport.group_admin import describe_group
 
-            broker = describe_group(bootstrap, group, client_id=f"{herder.worker_id}-describe")
+            broker = describe_group(bootstrap, group, client_id=f"{herder.worker_id}-describe",
+                                    security=herder.worker_config.kafka_security())
         except Exception as e:  # describe what the records say, and why the broker did not
             broker_error = str(e)
     by_member = {m["member_id"]: m for m in broker.get("members", ())}

@@ -360,11 +360,16 @@ class AbstractHerder(Herder, ConnectorListener):
         with self._lock:
             config = self._require_stopped(name)
             if self._is_sink(config):
-                admin = self._w.transport.admin()
                 from kctl.api.records import TopicPartition
 
-                tps = [TopicPartition(t, p) for t, n in admin.list_topics().items() for p in range(n)]
-                admin.delete_group_offsets(f"connect-{name}", tps)
+                # the connector's admin client, as Kafka Connect's (its admin.override.*)
+                admin = self._w.connector_admin(name, config)
+                try:
+                    tps = [TopicPartition(t, p) for t, n in admin.list_topics().items()
+                           for p in range(n)]
+                    admin.delete_group_offsets(f"connect-{name}", tps)
+                finally:
+                    admin.close()
             else:
                 from kctl.storage.offsets import OffsetStorageWriter, list_connector_offsets
 

@@ -44,7 +44,7 @@ from kctl.runtime.tasks import StatusListener, WorkerSinkTask, WorkerSourceTask,
 from kctl.runtime.worker_config import WorkerConfig
 from kctl.states import State, TargetState, TaskId
 from kctl.storage.offsets import OffsetBackingStore
-from kctl.transport.base import Consumer, Producer, TopicSpec, Transport
+from kctl.transport.base import Admin, Consumer, Producer, TopicSpec, Transport
 
 log = logging.getLogger(__name__)
 
@@ -68,13 +68,13 @@ def _topic_setting(cfg: Mapping[str, str], key: str, default: int) -> int:
 
 
 class ClientSettings:
-    """A client's settings: the worker's `producer.*` / `consumer.*` under the connector's
-    `*.override.*`, remembering which key of which config set each, so a setting the client
-    rejects is reported by the key the user wrote."""
+    """A client's settings: the worker's `producer.*` / `consumer.*` / `admin.*` under the
+    connector's `*.override.*`, remembering which key of which config set each, so a setting
+    the client rejects is reported by the key the user wrote."""
 
     def __init__(self, kind: str, worker_settings: Mapping[str, Any],
                  connector_config: Mapping[str, str]):
-        self.kind = kind  # "producer" or "consumer"
+        self.kind = kind  # "producer", "consumer" or "admin"
         override = f"{kind}.override."
         self.config: dict[str, Any] = dict(worker_settings)
         self.origin: dict[str, str] = {k: f"{kind}.{k} (worker)" for k in worker_settings}
@@ -164,7 +164,7 @@ class SourceReplayer:
             sr = self._transforms.apply(sr)
             if sr is None:
                 return None
-        self._worker.ensure_topic(sr.topic, connector_config=self._config)
+        self._worker.ensure_topic(sr.topic, connector_config=self._config, owner=self._name)
         return ProducerRecord(sr.topic, vc.from_connect_data(sr.topic, sr.value_schema, sr.value),
                               kc.from_connect_data(sr.topic, sr.key_schema, sr.key),
                               sr.kafka_partition)
@@ -398,6 +398,24 @@ class Worker:
     def consumer_settings(self, connector_config: Mapping[str, str]) -> ClientSettings:
         return ClientSettings("consumer", self.config.with_prefix("consumer."), connector_config)
 
+    def admin_settings(self, connector_config: Mapping[str, str]) -> ClientSettings:
+        return ClientSettings("admin", self.config.with_prefix("admin."), connector_config)
+
+    def new_admin(self, connector: str, settings: ClientSettings) -> Admin:
+        """The admin client Kafka Connect opens on a connector's behalf (its topics, its
+        dead letter queue): the worker's `admin.*` under the connector's `admin.override.*`.
+        The caller closes it."""
+        try:
+            return self.transport.admin(settings.config)
+        except Exception as e:
+            raise settings.rejected(connector, e) from e
+
+    def connector_admin(self, name: str, config: Mapping[str, str]) -> Admin:
+        """An admin client for work done on a connector's behalf outside its tasks (a
+        sink's offsets reset), from its stored config with placeholders resolved."""
+        resolved = self.resolve(config, None, f"connector {name}")
+        return self.new_admin(name, self.admin_settings(resolved))
+
     def new_producer(self, connector: str, settings: ClientSettings) -> Producer:
         """A producer with these settings; a setting the client rejects is a ConfigError
         naming the key, which fails the task (never the worker)."""
@@ -422,7 +440,8 @@ class Worker:
             reporters.append(LogReporter(parsed["errors.log.include.messages"]))
         dlq = parsed[DLQ_TOPIC_NAME_CONFIG]
         if dlq:
-            self.ensure_topic(dlq, replication=int(parsed["errors.deadletterqueue.topic.replication.factor"]))
+            self.ensure_topic(dlq, replication=int(parsed["errors.deadletterqueue.topic.replication.factor"]),
+                              owner=name, owner_config=connector_config)
             def encode(r: Any) -> tuple[bytes | None, bytes | None]:
                 return (key_conv.from_connect_data(r.topic, r.key_schema, r.key),
                         value_conv.from_connect_data(r.topic, r.value_schema, r.value))
@@ -443,12 +462,24 @@ class Worker:
         return partitions, replication
 
     def ensure_topic(self, topic: str, *, replication: int | None = None,
-                     connector_config: Mapping[str, str] | None = None) -> None:
+                     connector_config: Mapping[str, str] | None = None,
+                     owner: str | None = None,
+                     owner_config: Mapping[str, str] | None = None) -> None:
+        """Create `topic` when missing. `owner`: the connector it is created for, whose
+        admin client does it (its `owner_config`, else `connector_config`)."""
         if topic in self._admin.list_topics():
             return
         partitions, default_replication = self.topic_creation(connector_config)
-        self._admin.create_topics([TopicSpec(
-            topic, partitions, replication if replication is not None else default_replication)])
+        spec = TopicSpec(topic, partitions,
+                         replication if replication is not None else default_replication)
+        if owner is None:
+            self._admin.create_topics([spec])
+            return
+        admin = self.new_admin(owner, self.admin_settings(owner_config or connector_config or {}))
+        try:
+            admin.create_topics([spec])
+        finally:
+            admin.close()
 
     def start_task(self, task_id: TaskId, connector_config: dict[str, str],
                    task_config: dict[str, str], target: TargetState) -> bool:
@@ -545,7 +576,7 @@ class Worker:
         assert issubclass(task_cls, SourceTask)
 
         def ensure(topic: str, connector: str = task_id.connector) -> None:
-            self.ensure_topic(topic, connector_config=connector_config)
+            self.ensure_topic(topic, connector_config=connector_config, owner=connector)
             self.status.on_topic_used(connector, topic)
 
         self.topic_creation(connector_config)  # a bad value fails the task now, not mid-poll

@@ -102,7 +102,9 @@ WORKER_CONFIG = (
             "Absolute directories FileSource may read and FileSink may write under. Empty: "
             "anywhere the worker's user may. A path outside them (after resolving `..` and "
             "symlinks) makes the connector config invalid; files a source finds through a "
-            "symlink that leads outside are skipped.", group="Security")
+            "symlink that leads outside are skipped, and a FileSink task whose topic or "
+            "partition directory is a symlink leading outside fails, naming it.",
+            group="Security")
     .define("worker.id", ConfigType.STRING, None, None, Importance.LOW,
             "Worker id shown in statuses; default host:port of the REST listener.",
             group="Common")
@@ -368,20 +370,25 @@ class WorkerConfig(AbstractConfig):
         return {k[len(prefix):]: v for k, v in self.originals.items() if k.startswith(prefix)}
 
     def spark_conf(self) -> dict[str, str]:
-        """spark.* settings; unless they say otherwise, Spark's driver binds where REST
-        listens and its UI is off when REST is on loopback, so a worker listens nowhere
-        beyond what was asked."""
+        """spark.* settings; unless they say otherwise, when REST listens on one address
+        Spark's driver binds there too and its UI (which Spark binds to every interface)
+        is off, so a worker listens nowhere beyond what was asked. REST on every
+        interface (0.0.0.0, ::) leaves Spark's defaults."""
         conf = {k: str(v) for k, v in self.originals.items() if k.startswith("spark.")}
         conf["spark.master"] = self.get_str("spark.master")
         host, _ = self.listener()
+        if _wildcard(host):
+            return conf
         master = conf["spark.master"].strip()
         master_host = master.split("://", 1)[1].split(":")[0].split("/")[0] \
             if "://" in master else "localhost"
-        # executors of a cluster elsewhere must reach the driver: only a local one is bound
-        if _loopback(host) and _loopback(master_host):
+        # executors of a cluster elsewhere must reach the driver: a loopback address
+        # binds only a local one
+        if not _loopback(host) or _loopback(master_host):
             conf.setdefault("spark.driver.bindAddress", host)
             conf.setdefault("spark.driver.host", host)
-            conf.setdefault("spark.ui.enabled", "false")
+        if not any(k.startswith("spark.ui.") for k in conf):
+            conf["spark.ui.enabled"] = "false"
         return conf
 
     def listener(self) -> tuple[str, int]:
@@ -627,6 +634,16 @@ def parse_listener(url: str, source: str) -> tuple[str, int]:
             f"{source}: invalid listeners value {url!r}; expected http://HOST:PORT or "
             "https://HOST:PORT", key="listeners", source=source)
     return u.hostname, u.port
+
+
+def _wildcard(host: str) -> bool:
+    """Whether a listener's host means every interface."""
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return not host.strip()
 
 
 def _loopback(host: str) -> bool:

@@ -292,7 +292,10 @@ class Transport(ABC):
     def consumer(self, group_id: str | None, config: Mapping[str, Any] | None = None) -> Consumer: ...
 
     @abstractmethod
-    def admin(self) -> Admin: ...
+    def admin(self, config: Mapping[str, Any] | None = None) -> Admin:
+        """The transport's own admin client; with `config`, a new one made with these
+        settings over the transport's base (a connector's, as Kafka Connect opens one on
+        a connector's behalf), which the caller closes."""
 
     @abstractmethod
     def close(self) -> None: ...

@@ -10,6 +10,7 @@ it must take from the workers' own records.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from kctl.errors import TransportError
@@ -18,14 +19,22 @@ __all__ = ["describe_group"]
 
 
 def describe_group(bootstrap_servers: str, group_id: str, *, client_id: str = "kctl-describe",
+                   security: Mapping[str, Any] | None = None,
                    timeout_ms: int = 10_000) -> dict[str, Any]:
     """{"group_id", "state", "protocol_type", "protocol", "members": [{member_id, client_id,
-    client_host, metadata, assignment}]} as the group's coordinator answers DescribeGroups."""
+    client_host, metadata, assignment}]} as the group's coordinator answers DescribeGroups.
+
+    `security` is the worker's own security.protocol, ssl.* and sasl.* (Kafka's names): a
+    cluster that takes only TLS or SASL answers the worker's other clients, so this one
+    must speak the same way."""
     from kafka.net.compat import KafkaNetClient
     from kafka.protocol.admin import DescribeGroupsRequest
     from kafka.protocol.metadata import FindCoordinatorRequest
 
-    client = KafkaNetClient(bootstrap_servers=bootstrap_servers, client_id=client_id)
+    from kctl.transport.security import kafka_python_config
+
+    client = KafkaNetClient(bootstrap_servers=bootstrap_servers, client_id=client_id,
+                            **kafka_python_config(security or {}))
     try:
         manager = client._manager
         manager._net.start()

@@ -612,8 +612,10 @@ class KafkaTransport(Transport):
         conf["group.id"] = group_id or f"kctl-reader-{uuid.uuid4().hex}"
         return KafkaConsumer(conf, partition_counts=self._admin.list_topics)
 
-    def admin(self) -> Admin:
-        return self._admin
+    def admin(self, config: Mapping[str, Any] | None = None) -> Admin:
+        if config is None:
+            return self._admin
+        return KafkaAdmin(_clean({**self._base, **config}), self.reachability)
 
     def close(self) -> None:
         self._admin.close()

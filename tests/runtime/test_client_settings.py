@@ -1,9 +1,10 @@
-"""Producer and consumer settings pass through as in Kafka Connect.
+"""Producer, consumer and admin settings pass through as in Kafka Connect.
 
 The worker's `producer.*` / `consumer.*` settings, under each connector's
 `producer.override.*` / `consumer.override.*`, reach every client of the connector: its
 task's producer or consumer, its dead letter queue's producer and the producer of a
-`dlq replay`. Where a setting has an effect these tests can see, they check the effect; a
+`dlq replay`; the worker's `admin.*` under `admin.override.*` reach the admin clients that
+create a connector's topics and its dead letter queue. Where a setting has an effect these tests can see, they check the effect; a
 setting the client rejects fails that task with the key named, and the worker runs on.
 """
 
@@ -34,6 +35,7 @@ class RecordingTransport(Transport):
         self.name = inner.name
         self.producers: list[dict[str, Any]] = []
         self.consumers: list[tuple[str | None, dict[str, Any]]] = []
+        self.admins: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
     def producer(self, config: Mapping[str, Any] | None = None) -> Producer:
@@ -46,8 +48,12 @@ class RecordingTransport(Transport):
             self.consumers.append((group_id, dict(config or {})))
         return self.inner.consumer(group_id, config)
 
-    def admin(self) -> Admin:
-        return self.inner.admin()
+    def admin(self, config: Mapping[str, Any] | None = None) -> Admin:
+        if config is None:
+            return self.inner.admin()
+        with self._lock:
+            self.admins.append(dict(config))
+        return self.inner.admin(config)
 
     def close(self) -> None:
         self.inner.close()
@@ -210,3 +216,44 @@ def test_sink_assignment_strategies_in_java_names_work_on_the_broker(tmp_path, b
             assert sorted(probes.WRITTEN[name]) == list(range(20))
         trace = failed_trace(w.herder, unknown)
         assert "partition.assignment.strategy" in trace and "fastest" in trace, trace
+
+
+def test_the_admins_that_create_a_connectors_topics_take_its_admin_overrides(
+        tmp_path, transport_settings):
+    recorded: list[RecordingTransport] = []
+
+    def wrap(t: Transport) -> Transport:
+        recorded.append(RecordingTransport(t))
+        return recorded[0]
+
+    topic, dlq = unique("admin-settings"), unique("admin-dlq")
+    settings = {**transport_settings, "admin.socket.timeout.ms": 41_000,
+                "admin.request.timeout.ms": 29_000}
+    with running_worker(tmp_path / "state", settings, wrap=wrap) as w:
+        t, h = recorded[0], w.herder
+        source = unique("src")
+        h.create_connector(source, {"connector.class": SOURCE, "topic": topic, "count": 5,
+                                    "errors.tolerance": "all",
+                                    "errors.deadletterqueue.topic.name": dlq,
+                                    "errors.deadletterqueue.topic.replication.factor": 1,
+                                    "admin.override.socket.timeout.ms": "43000"})
+        wait_until(lambda: running(h, source), timeout=30)
+        wait_until(lambda: topic in w.transport.admin().list_topics(), timeout=30,
+                   message="the source's topic created")
+    # one admin for the dead letter queue, one for the topic: the connector's override
+    # over the worker's admin.socket.timeout.ms, the worker's admin.request.timeout.ms kept
+    assert len(t.admins) == 2
+    assert all(str(a["socket.timeout.ms"]) == "43000" for a in t.admins)
+    assert all(str(a["request.timeout.ms"]) == "29000" for a in t.admins)
+
+
+def test_an_admin_override_the_client_rejects_fails_the_task_naming_it(tmp_path, kafka_broker):
+    settings = {"bootstrap.servers": kafka_broker.bootstrap,
+                "topic.creation.default.replication.factor": 1}
+    with running_worker(tmp_path / "state", settings) as w:
+        source = unique("src")
+        w.herder.create_connector(source, {"connector.class": SOURCE,
+                                           "topic": unique("admin-rejected"), "count": 5,
+                                           "admin.override.no.such.setting": "1"})
+        trace = failed_trace(w.herder, source)
+    assert "admin.override.no.such.setting" in trace

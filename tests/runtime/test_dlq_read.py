@@ -42,8 +42,8 @@ class SlowToAnswer(Transport):
         consumer.poll_batch = poll_batch  # type: ignore[method-assign]
         return consumer
 
-    def admin(self) -> Admin:
-        return self.inner.admin()
+    def admin(self, config: Mapping[str, Any] | None = None) -> Admin:
+        return self.inner.admin(config)
 
     def close(self) -> None:
         self.inner.close()

@@ -42,8 +42,8 @@ class SlowAcks(Transport):
     def consumer(self, group_id: str | None, config: Mapping[str, Any] | None = None) -> Consumer:
         return self.inner.consumer(group_id, config)
 
-    def admin(self) -> Admin:
-        return self.inner.admin()
+    def admin(self, config: Mapping[str, Any] | None = None) -> Admin:
+        return self.inner.admin(config)
 
     def close(self) -> None:
         self.inner.close()

@@ -51,8 +51,8 @@ class CountingTransport(Transport):
         self._count("open_consumers", 1)
         return c
 
-    def admin(self) -> Admin:
-        return self.inner.admin()
+    def admin(self, config: Mapping[str, Any] | None = None) -> Admin:
+        return self.inner.admin(config)
 
     def close(self) -> None:
         self.inner.close()

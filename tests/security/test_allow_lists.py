@@ -83,6 +83,9 @@ def test_file_paths_outside_the_allow_list_are_refused(tmp_path, host):
         assert "outside the directories" in sink["path"][0]
         dot_dot = refused(api, "dd", source(f"{allowed}/../outside/secret.txt"))
         assert f"resolves to {outside}/secret.txt" in dot_dot["path"][0]
+        sink_dot_dot = refused(api, "sink-dd", {"connector.class": SINK, "topics": "t",
+                                                "path": f"{allowed}/out/../../outside/out"})
+        assert f"resolves to {outside}/out" in sink_dot_dot["path"][0]
         # inside is fine (validated only: running a FileSource needs Spark)
         ok = api.put(f"/connector-plugins/{SOURCE}/config/validate",
                      json=source(f"{allowed}/in/*.txt")).json()
@@ -97,6 +100,44 @@ def test_files_a_symlink_leads_out_of_the_allow_list_are_skipped_at_run_time(hos
         ["a.txt"]
     glob = f"{host['allowed']}/**/*.txt"
     assert [os.path.basename(f) for f in list_files(glob, [str(host["allowed"])])] == ["a.txt"]
+
+
+@pytest.mark.parametrize("link", ["topic", "partition"])
+def test_a_file_sink_fails_rather_than_follow_a_symlink_out_of_the_allow_list(tmp_path, host,
+                                                                              link):
+    """A symlink made inside the sink's directory after it was validated - where the topic's
+    or a partition's directory goes - fails the task, naming the path, and nothing is
+    created or written where it leads."""
+    from support.inprocess import produce
+    from support.waiting import wait_until
+
+    from kctl.states import State
+
+    allowed, outside = host["allowed"], host["outside"]
+    root = allowed / "out"
+    (root / "t").mkdir(parents=True)
+    where = root / "t" if link == "topic" else root / "t" / "partition=0"
+    if link == "topic":
+        (root / "t").rmdir()
+    where.symlink_to(outside, target_is_directory=True)
+    before = sorted(p.name for p in outside.iterdir())
+    w = StandaloneWorker(WorkerConfig({
+        "state.dir": str(tmp_path / "state"), "listeners": "http://127.0.0.1:0",
+        "file.connector.allowed.paths": str(allowed)}))
+    w.start()
+    try:
+        produce(w.transport, "t", [b'{"a": 1}'])
+        w.herder.create_connector("sink", {"connector.class": SINK, "topics": "t",
+                                           "path": str(root), "flush.size": "1",
+                                           "value.converter": "StringConverter"})
+        status = wait_until(lambda: (s := w.herder.connector_status("sink")).tasks and
+                            s.tasks[0].state is State.FAILED and s, timeout=60,
+                            message="the sink task FAILED")
+    finally:
+        w.stop()
+    trace = status.tasks[0].trace
+    assert f"{root}/t" in trace and "file.connector.allowed.paths" in trace, trace
+    assert sorted(p.name for p in outside.iterdir()) == before
 
 
 def test_placeholders_outside_allowed_paths_or_of_unknown_providers_are_refused(tmp_path,

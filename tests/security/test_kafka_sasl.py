@@ -19,7 +19,7 @@ import logging
 
 import pytest
 from support import connectors as sc
-from support.inprocess import running_worker, unique
+from support.inprocess import produce, running_worker, unique
 from support.waiting import wait_until
 
 from kctl.errors import ConfigError, TransportError
@@ -159,3 +159,55 @@ def test_a_worker_runs_a_source_and_a_sink_group_with_scram(tmp_path, sasl_front
     logins = front.logins[before:]
     assert logins and all(m == "SCRAM-SHA-512" and u == "connect" and ok
                           for m, u, ok in logins)
+
+
+def test_a_connectors_admin_override_logs_in_to_create_its_topics(tmp_path, sasl_front_broker):
+    """The worker logs in as connect; a source connector's `admin.override.*` names alice,
+    and the admin clients that create its topic and its dead letter queue's log in as
+    alice (Kafka Connect: the worker's `admin.` settings under the connector's overrides)."""
+    topic, dlq, source = unique("admin-topic"), unique("admin-dlq"), unique("admin-source")
+    front = sasl_front_broker.front
+    settings = {"bootstrap.servers": sasl_front_broker.bootstrap,
+                "topic.creation.default.replication.factor": 1,
+                **sasl("SCRAM-SHA-512", user="connect", password="connect-secret")}
+    alice = {f"admin.override.{k}": v
+             for k, v in sasl("SCRAM-SHA-256", user="alice", password="wonderland").items()}
+    with running_worker(tmp_path / "state", settings) as w:
+        before = len(front.logins)
+        w.herder.put_connector_config(source, {
+            "connector.class": "support.connectors.CounterSourceConnector", "topic": topic,
+            "count": "5", "tasks.max": "1", "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": dlq,
+            "errors.deadletterqueue.topic.replication.factor": "1", **alice})
+        wait_until(lambda: {topic, dlq} <= set(w.transport.admin().list_topics()), timeout=60,
+                   message="the source's topic and its dead letter queue created")
+        logins = front.logins[before:]
+    assert ("SCRAM-SHA-256", "alice", True) in logins
+    assert all(u == "connect" for m, u, _ in logins if m == "SCRAM-SHA-512")
+
+
+def test_a_sinks_offsets_are_reset_by_its_own_admin_client(tmp_path, sasl_front_broker):
+    """Resetting a stopped sink's offsets is done with the connector's `admin.override.*`
+    (alice), as Kafka Connect does it, not with the worker's own login (connect)."""
+    topic, sink = unique("reset-topic"), unique("reset-sink")
+    front = sasl_front_broker.front
+    settings = {"bootstrap.servers": sasl_front_broker.bootstrap,
+                "topic.creation.default.replication.factor": 1,
+                **sasl("SCRAM-SHA-512", user="connect", password="connect-secret")}
+    alice = {f"admin.override.{k}": v
+             for k, v in sasl("SCRAM-SHA-256", user="alice", password="wonderland").items()}
+    with running_worker(tmp_path / "state", settings) as w:
+        produce(w.transport, topic, [b"x"])
+        w.herder.put_connector_config(sink, {
+            "connector.class": "support.connectors.CollectingSinkConnector", "topics": topic,
+            "tasks.max": "1", "value.converter": "StringConverter", **alice})
+        wait_until(lambda: len(sc.SINK_RECEIVED[sink]) >= 1, timeout=60,
+                   message="the sink read its record")
+        w.herder.stop_connector(sink)
+        wait_until(lambda: not w.herder.connector_status(sink).tasks, timeout=30,
+                   message="the sink stopped, no tasks")
+        before = len(front.logins)
+        w.herder.reset_connector_offsets(sink)
+        logins = front.logins[before:]
+    assert logins and all((m, u, ok) == ("SCRAM-SHA-256", "alice", True)
+                          for m, u, ok in logins), logins

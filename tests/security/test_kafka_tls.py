@@ -99,3 +99,30 @@ def test_a_worker_config_that_cannot_work_is_refused_naming_the_setting(tmp_path
         with pytest.raises(KctlError) as e:
             WorkerConfig({**base, **settings})
         assert key in e.value.errors, (key, e.value.errors)
+
+
+def test_group_describe_asks_a_tls_broker_with_the_workers_settings(tls_broker, tls_files):
+    """`kctl group describe` asks the broker (DescribeGroups) with the worker's own
+    security settings: over TLS the broker answers, and names the worker as a member."""
+    from kctl.launch import DistributedWorker
+    from kctl.rest.rebalances import describe_worker_group
+    from kctl.runtime.worker_config import WorkerConfig
+
+    group = unique("tls-workers")
+    worker = DistributedWorker(WorkerConfig({
+        "bootstrap.servers": tls_broker.bootstrap, "group.id": group,
+        "config.storage.topic": f"{group}-configs", "offset.storage.topic": f"{group}-offsets",
+        "status.storage.topic": f"{group}-status", "config.storage.replication.factor": 1,
+        "offset.storage.replication.factor": 1, "status.storage.replication.factor": 1,
+        "listeners": "http://127.0.0.1:0", "scheduled.rebalance.max.delay.ms": 0,
+        **tls(tls_files)}))
+    worker.start()
+    try:
+        wait_until(lambda: worker.herder.healthy()[0], timeout=60,
+                   message="the worker joined its group over TLS")
+        described = describe_worker_group(worker.herder, group)
+    finally:
+        worker.stop()
+    assert "broker_error" not in described, described["broker_error"]
+    [member] = described["members"]
+    assert described["broker_members"] == [member["member_id"]]

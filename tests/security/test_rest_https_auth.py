@@ -6,6 +6,7 @@ clear answer, and nothing changes on the worker."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import ssl
 import subprocess
@@ -259,3 +260,44 @@ def test_a_worker_calls_other_workers_as_its_config_says(tmp_path, tls_files):
     own = WorkerConfig({**base, "rest.basic.auth.user.info": "second:two"})
     assert own.rest_client_options()["auth"] == ("second", "two")
     assert WorkerConfig({"state.dir": str(tmp_path)}).rest_client_options() == {}
+
+
+def test_an_unmodified_connect_client_from_pypi_drives_the_worker(worker, tls_files):
+    """kafka-connect-py (requests underneath, as many Connect scripts are) verifies the
+    worker against a CA file and sends Basic credentials: create, list, status, delete work,
+    and a wrong password or an untrusted certificate gets nothing done."""
+    import requests
+    from kafka_connect import KafkaConnect
+    from support.waiting import wait_until
+
+    url = worker.rest.url
+    client = KafkaConnect(url, auth="alice:wonderland", ssl_verify=str(tls_files.ca))
+    created = client.create_connector({"name": "from-pypi", "config": SOURCE})
+    assert created["name"] == "from-pypi" and created["config"]["topic"] == "t"
+    assert client.list_connectors() == ["from-pypi"]
+    status = wait_until(lambda: (s := client.get_connector_status("from-pypi"))
+                        ["connector"]["state"] == "RUNNING" and s, timeout=30,
+                        message="from-pypi RUNNING, as the client reads it")
+    assert status["name"] == "from-pypi"
+    wrong = KafkaConnect(url, auth="alice:looking-glass", ssl_verify=str(tls_files.ca))
+    with pytest.raises(requests.HTTPError, match="401"):
+        wrong.delete_connector("from-pypi")
+    with pytest.raises(requests.HTTPError, match="401"):
+        wrong.create_connector({"name": "sneaky", "config": SOURCE})
+    untrusted = KafkaConnect(url, auth="alice:wonderland", ssl_verify=str(tls_files.other_ca))
+    with pytest.raises(requests.exceptions.SSLError, match="CERTIFICATE_VERIFY_FAILED"):
+        untrusted.delete_connector("from-pypi")
+    assert names(worker) == ["from-pypi"]
+    client.delete_connector("from-pypi")
+    assert client.list_connectors() == [] and names(worker) == []
+
+
+def test_kctl_with_a_plaintext_url_to_an_https_worker_says_to_use_https(worker, tls_files):
+    plain = worker.rest.url.replace("https://", "http://")
+    r = kctl(plain, "--cacert", str(tls_files.ca), "connector", "create", "-", stdin=json.dumps(
+        {"name": "plain", "config": SOURCE}),
+        env={"KCTL_USER": "alice", "KCTL_PASSWORD": "wonderland"})
+    assert r.returncode != 0
+    assert "does the worker listen on https? use an https:// URL" in r.stderr, r.stderr
+    assert "wonderland" not in r.stderr + r.stdout
+    assert names(worker) == []

@@ -318,7 +318,8 @@ class FileSinkTask(SinkTask):
     def start(self, props: Mapping[str, str]) -> None:
         c = CONFIG_DEF.parse(props)
         self.root = os.path.abspath(os.path.expanduser(c["path"]))
-        problem = path_problem(self.root, allowed_roots(props))
+        self.allowed = allowed_roots(props)
+        problem = path_problem(self.root, self.allowed)
         if problem:  # a symlink made since the config was validated
             raise ConfigError(problem, key="path")
         self.format: str = c["format"].lower()
@@ -348,8 +349,7 @@ class FileSinkTask(SinkTask):
         self.wait_for_writes()
         rewind: dict[TopicPartition, int] = {}
         for tp in partitions:
-            d = partition_dir(self.root, tp)
-            os.makedirs(d, exist_ok=True)
+            d = self._partition_dir(tp)
             # exactly_once: claim the partition and read its committed end in one step, so
             # a write of an earlier owner lands before it or not at all
             with partition_lock(d) if self.exactly_once else contextlib.nullcontext():
@@ -606,8 +606,7 @@ class FileSinkTask(SinkTask):
 
     def _write_table(self, tp: TopicPartition, start: int, end: int, table: pa.Table,
                      spark_format: str) -> None:
-        d = partition_dir(self.root, tp)
-        os.makedirs(d, exist_ok=True)
+        d = self._partition_dir(tp)
         final = os.path.join(d, f"{tp.topic}+{tp.partition}+{start}+{end}.{self.ext}")
         tmp = os.path.join(d, f"{TMP_PREFIX}{uuid.uuid4().hex}")
         out = os.path.join(tmp, "out")
@@ -650,6 +649,17 @@ class FileSinkTask(SinkTask):
         self._committed_end[tp] = max(end, self._committed_end.get(tp, -1))
         self.files_written.append(final)
         log.debug("Wrote %d records to %s", table.num_rows, final)
+
+    def _partition_dir(self, tp: TopicPartition) -> str:
+        """The partition's directory, created; a ConfigError naming it (which fails the
+        task) when a symlink on the way (the topic's or the partition's directory) leads
+        out of file.connector.allowed.paths, before anything is created there."""
+        d = partition_dir(self.root, tp)
+        problem = path_problem(d, self.allowed)
+        if problem:
+            raise ConfigError(f"FileSink will not write to {d}: {problem}", key="path")
+        os.makedirs(d, exist_ok=True)
+        return d
 
     def _frame(self, table: pa.Table, tmp: str) -> DataFrame:
         """The rows as a DataFrame. On a local master Spark reads them from a Parquet file

@@ -299,8 +299,8 @@ class EmbeddedTransport(Transport):
         self._check_open()
         return EmbeddedConsumer(self, group_id, config or {})
 
-    def admin(self) -> Admin:
-        return EmbeddedAdmin(self)
+    def admin(self, config: Mapping[str, Any] | None = None) -> Admin:
+        return EmbeddedAdmin(self)  # the embedded log has no client settings to honour
 
     def _check_open(self) -> None:
         if self._closed:

@@ -94,7 +94,13 @@ CONFIG_DEF = (
     .define("path", ConfigType.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
             doc="Output directory; files go to <path>/<topic>/partition=<p>/.", group="File")
     .define("format", ConfigType.STRING, "json", ValidString.in_(*FORMATS), Importance.HIGH,
-            "json (JSON lines), csv, parquet or text (one line per record).", group="File")
+            "json (JSON lines), csv, parquet or text (one line per record). Values are "
+            "written exactly: timestamps to the microsecond in UTC (parquet TIMESTAMP_MICROS; "
+            "json and csv yyyy-MM-ddTHH:mm:ss.ffffffZ), Connect Times and decimals wider than "
+            "38 digits as their exact text, bytes as base64 in json and csv, csv quoted as "
+            "RFC 4180 with spaces kept; json writes NaN and infinities as the strings \"NaN\", "
+            "\"Infinity\" and \"-Infinity\". A value a file cannot hold is its record's "
+            "error (the DLQ under errors.tolerance=all).", group="File")
     .define("flush.size", ConfigType.INT, 100_000, Range.at_least(1), Importance.MEDIUM,
             "Records per file: a partition's file is written once this many are buffered "
             "(each write is a Spark job costing 0.1-0.2 s of JVM time however small).",

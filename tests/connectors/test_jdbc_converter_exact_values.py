@@ -223,3 +223,29 @@ def test_decimal_exponents_are_not_lost_to_pythons_28_digit_context():
         wire = converter(**{"decimal.format": fmt}).from_connect_data(
             "t", schema, Struct(schema, {"id": 0, "n": value}))
         assert converter(**{"decimal.format": fmt}).to_connect_data("t", wire).value["n"] == value
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_lone_surrogate_the_converter_decodes_is_its_records_error_not_its_batchs(sink,
+                                                                                    path):
+    """JSON may escape half a surrogate pair ("\\ud800"); Python's json decodes it into a
+    str no UTF-8 holds. The record goes to the DLQ and its batch is written (it failed the
+    batch: Arrow's UnicodeEncodeError was no value error to JdbcSink)."""
+    task, db, reporter = sink
+    schema = SchemaBuilder.struct().field("id", INT64_SCHEMA).field(
+        "s", OPTIONAL_STRING_SCHEMA).build()
+    topic = "c" + uuid.uuid4().hex[:12]
+    prefix = converter().from_connect_data(topic, schema, Struct(schema, {"id": 0, "s": ""}))
+    prefix = prefix[:prefix.index(b'"payload":') + len(b'"payload":')]
+    wire = [prefix + b'{"id":%d,"s":%s}}' % (i, s)
+            for i, s in enumerate([b'"before"', b'"\\ud800 half"', b'"after"'])]
+    decoder = converter()
+    task.open([TopicPartition(topic, 0)])
+    assert path == "records" or decoder.to_arrow(topic, wire) is None  # no column holds it
+    values = [decoder.to_connect_data(topic, w) for w in wire]
+    task.put([SinkRecord(topic, 0, None, None, v.schema, v.value, kafka_offset=i)
+              for i, v in enumerate(values)])
+    task.flush({})
+    assert read(db, topic, "s") == {0: "before", 2: "after"}
+    assert [r.kafka_offset for r, _ in reporter.reported] == [1]
+    assert "surrogates not allowed" in str(reporter.reported[0][1])

@@ -29,14 +29,15 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from file_support import SinkContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kctl.api import SchemaBuilder, SinkRecord, Struct, TopicPartition
-from kctl.api.arrow import PRECISION_PARAM
+from kctl.api import SchemaBuilder, SinkBatch, SinkRecord, Struct, TopicPartition
+from kctl.api.arrow import PRECISION_PARAM, connect_to_arrow_type
 from kctl.api.data import INT64_SCHEMA, Schema, Type, decimal_schema, time_schema, timestamp_schema
 from kctl.connectors.file import FileSinkTask
 from kctl.connectors.file.sink import committed_files
@@ -299,3 +300,55 @@ def test_a_string_with_a_lone_surrogate_is_its_records_error_not_its_files(engin
     assert got == ["before", "after"]
     assert [r.kafka_offset for r, _ in reporter.reported] == [1]
     assert "'n'" in str(reporter.reported[0][1])
+
+
+EVERY_KIND = (SchemaBuilder.struct().field("id", INT64_SCHEMA)
+              .field("at", timestamp_schema(True)).field("t", time_schema(True))
+              .field("x", optional(Type.FLOAT64)).field("s", optional(Type.STRING))
+              .field("b", optional(Type.BYTES)).build())
+
+
+def file_of(engine: Any, root: Path, fmt: str, rows: list[dict[str, Any]],
+            as_columns: bool) -> str:
+    """What FileSink writes for `rows`, put as records or as one column (the worker's way
+    when its converter decodes a batch into one): the rows parquet holds, else the text."""
+    tp = TopicPartition("kinds", 0)
+    props = {"topics": "kinds", "path": str(root), "format": fmt}
+    task = FileSinkTask()
+    task.initialize(Context(engine, props, Reporter()))
+    task.start(props)
+    task.open([tp])
+    n = len(rows)
+    if as_columns:
+        task.put_batch(SinkBatch("kinds", 0, list(range(n)), [0] * n, [()] * n, EVERY_KIND,
+                                 pa.array(rows, connect_to_arrow_type(EVERY_KIND))))
+    else:
+        task.put([SinkRecord("kinds", 0, None, None, EVERY_KIND, Struct(EVERY_KIND, r),
+                             kafka_offset=i) for i, r in enumerate(rows)])
+    task.flush({})
+    task.stop()
+    [(_, _, path)] = committed_files(str(root), tp)
+    if fmt == "parquet":  # repr: NaN equals NaN, -0.0 is not 0.0
+        return repr(pq.read_table(path).to_pylist())
+    return Path(path).read_bytes().decode()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_batch_put_as_one_column_is_written_as_its_records_are(engine, tmp_path_factory,
+                                                                 fmt):
+    """The worker hands FileSink a decoded batch as one Arrow column (put_batch): the file
+    is the one the records would have made, value for value."""
+    @PROPS
+    @given(st.lists(st.fixed_dictionaries({
+        "at": st.none() | st.datetimes(FIRST, LAST).map(lambda d: d.replace(tzinfo=dt.UTC)),
+        "t": st.none() | st.times(),
+        "x": st.none() | st.floats() | st.sampled_from([math.nan, -0.0, math.inf]),
+        "s": st.none() | st.text(st.characters(exclude_categories=["Cs"])) |
+        st.sampled_from(NASTY_TEXT),
+        "b": st.none() | st.binary(max_size=20)}), min_size=1, max_size=6))
+    def check(rows: list[dict[str, Any]]) -> None:
+        rows = [{"id": i, **r} for i, r in enumerate(rows)]
+        assert file_of(engine, tmp_path_factory.mktemp(fmt), fmt, rows, True) == \
+            file_of(engine, tmp_path_factory.mktemp(fmt), fmt, rows, False)
+
+    check()

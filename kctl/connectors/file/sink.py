@@ -320,7 +320,8 @@ class FileSinkTask(SinkTask):
         self._epochs: dict[TopicPartition, int] = {}
         self._fenced: set[TopicPartition] = set()
         self.files_written: list[str] = []
-        self._checked: dict[int, tuple[Schema, list[tuple[str, pa.DataType]]]] = {}
+        # per value schema: its decimal fields' Arrow types, its text fields (None)
+        self._checked: dict[int, tuple[Schema, list[tuple[str, pa.DataType | None]]]] = {}
         self._writer: ThreadPoolExecutor | None = None
         self._pending: Future[None] | None = None
 
@@ -424,14 +425,14 @@ class FileSinkTask(SinkTask):
         entry = self._checked.get(id(schema))
         if entry is None or entry[0] is not schema:
             entry = self._checked[id(schema)] = (schema, [
-                (f.name, pa.string() if f.schema.type is Type.STRING
+                (f.name, None if f.schema.type is Type.STRING
                  else connect_to_arrow_type(f.schema)) for f in schema.fields
                 if f.schema.name == DECIMAL or f.schema.type is Type.STRING])
         for name, t in entry[1]:
             v = value.get_without_default(name)
             if v is None:
                 continue
-            if t == pa.string():
+            if t is None:  # text: only a str beyond ASCII can hold a surrogate
                 if isinstance(v, str) and not v.isascii():
                     try:
                         v.encode("utf-8")

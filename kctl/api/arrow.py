@@ -281,6 +281,12 @@ def _to_arrow_conv(schema: Schema) -> Conv:
     return None
 
 
+# what pa.array raises for a value its type cannot hold: a decimal too wide, a str with a
+# lone surrogate (Python's json decodes "\ud800" into one; no UTF-8 holds it)
+_ARROW_VALUE_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError,
+                       UnicodeEncodeError)
+
+
 def structs_to_table(values: Sequence[Struct | Mapping[str, Any] | None], schema: Schema,
                      nullable: bool = False,
                      rejects: dict[int, DataError] | None = None) -> pa.Table:
@@ -288,9 +294,9 @@ def structs_to_table(values: Sequence[Struct | Mapping[str, Any] | None], schema
 
     A None value becomes a row of nulls; pass nullable=True when that may happen to
     required fields (e.g. tombstones among the rows a sink writes). A value its column's
-    type cannot hold exactly (a decimal wider than its precision) fails the whole table,
-    or, given `rejects`, only its row: the row's error is put there (by row index) and the
-    value left null, for the caller to set the row aside.
+    type cannot hold exactly (a decimal wider than its precision, a lone surrogate) fails
+    the whole table, or, given `rejects`, only its row: the row's error is put there (by row
+    index) and the value left null, for the caller to set the row aside.
     """
     arrow_schema = connect_to_arrow_schema(schema)
     if nullable:
@@ -312,14 +318,13 @@ def structs_to_table(values: Sequence[Struct | Mapping[str, Any] | None], schema
             col.append(x if conv is None or x is None else conv(x))
         try:
             arrays.append(pa.array(col, type=af.type))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as e:
+        except _ARROW_VALUE_ERRORS as e:
             if rejects is None:
                 raise DataError(f"Field {f.name!r} cannot be written as {af.type}: {e}") from e
             arrays.append(pa.array(_isolate(col, af.type, f.name, rejects), type=af.type))
     return pa.Table.from_arrays(arrays, schema=arrow_schema)
 
 
-_ARROW_VALUE_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError)
 
 
 def _isolate(col: list[Any], t: pa.DataType, name: str,

@@ -11,6 +11,10 @@ FileSink under errors.tolerance=all.
   'VALUES'"), DLQ empty, nothing written. Now those records are in the DLQ, the rest in
   the table.
 - Finding 5: `time` columns became 1970-01-01 timestamps; now a TIME column again.
+  Timestamps lost their microseconds with no `timestamp.granularity` to keep them: under
+  nanos_string every digit arrives. `interval`, `json`, `jsonb` and `uuid` arrive as the
+  exact text PostgreSQL prints. `dlq show -o json` cut a rejected value to ~80 characters
+  (the schema part of the envelope, the payload never visible): now it prints it whole.
 """
 
 from __future__ import annotations
@@ -77,17 +81,39 @@ MARIADB_REFUSES = {1, 2, 5, 6}
 TOO_WIDE = {5}
 
 
-def produce_readings(state: Path) -> None:
+def produce_readings(state: Path) -> list[bytes]:
+    """The readings in topic `readings`; the bytes of each record's value."""
     conv = JsonConverter()
+    values = [conv.from_connect_data("readings", VALUE, Struct(VALUE, {"id": i, "x": x, "n": n}))
+              for i, (x, n) in enumerate(READINGS)]
     with EmbeddedTransport(state) as t:
         t.admin().create_topics([TopicSpec("readings", 1)], exist_ok=True)
         producer = t.producer()
-        for i, (x, n) in enumerate(READINGS):
-            value = conv.from_connect_data("readings", VALUE,
-                                           Struct(VALUE, {"id": i, "x": x, "n": n}))
+        for value in values:
             producer.send(ProducerRecord("readings", value, partition=0))
         assert producer.flush(60) == 0
         producer.close()
+    return values
+
+
+# PostgreSQL's kinds Connect has no type for, and timestamps under nanos_string: (id, at,
+# interval, json, jsonb, uuid) as inserted, and as the text each arrives as
+KINDS = [
+    (1, "2024-05-01 12:30:15.123456", "1 year 2 mons 3 days 04:05:06.789", '{"a": [1, 2.50]}',
+     '{"b": {"c": null}}', "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
+    (2, "0001-01-01 00:00:00.000001", "-00:00:00.000001", "null", "[]",
+     "00000000-0000-0000-0000-000000000000"),
+    (3, "9999-12-31 23:59:59.999999", "178000000 years", '"\\u00e9 \\n"',
+     '{"z": 1, "a": 2}', "ffffffff-ffff-ffff-ffff-ffffffffffff"),
+]
+KINDS_TEXT = {
+    1: ("1714566615123456000", "1 year 2 mons 3 days 04:05:06.789", '{"a": [1, 2.50]}',
+        '{"b": {"c": null}}', "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
+    2: ("-62135596799999999000", "-00:00:00.000001", "null", "[]",
+        "00000000-0000-0000-0000-000000000000"),
+    3: ("253402300799999999000", "178000000 years", '"\\u00e9 \\n"', '{"a": 2, "z": 1}',
+        "ffffffff-ffff-ffff-ffff-ffffffffffff"),
+}
 
 
 def dlq_offsets(w: Worker, connector: str) -> set[int]:
@@ -109,7 +135,13 @@ def test_exact_values_through_a_worker(tmp_path, postgres_db, mariadb_db):
     with conn:
         conn.cursor().executemany("INSERT INTO amounts VALUES (%s, %s, %s, %s)", SOURCE_ROWS)
     conn.close()
-    produce_readings(tmp_path / "state")
+    postgres_db.execute("CREATE TABLE kinds (id BIGINT PRIMARY KEY, at TIMESTAMP(6), "
+                        "iv INTERVAL, j JSON, jb JSONB, u UUID)")
+    conn = postgres_db.connect()
+    with conn:
+        conn.cursor().executemany("INSERT INTO kinds VALUES (%s, %s, %s, %s, %s, %s)", KINDS)
+    conn.close()
+    wire = produce_readings(tmp_path / "state")
     w = new_worker(tmp_path)
     dlq = {"errors.tolerance": "all", "errors.deadletterqueue.topic.replication.factor": 1,
            "errors.deadletterqueue.context.headers.enable": "true"}
@@ -122,6 +154,14 @@ def test_exact_values_through_a_worker(tmp_path, postgres_db, mariadb_db):
         config(tmp_path / "copy.yaml", {
             "name": "copy", "connector.class": "JdbcSink", "topics": "pg-amounts",
             "connection.url": postgres_db.url, "table.name.format": "amounts_copy",
+            "auto.create": "true", "insert.mode": "upsert", "pk.mode": "record_key"}),
+        config(tmp_path / "kinds.yaml", {
+            "name": "kinds", "connector.class": "JdbcSource", "connection.url": postgres_db.url,
+            "mode": "incrementing", "topic.prefix": "pgk-", "poll.interval.ms": 200,
+            "table.include.list": "kinds", "timestamp.granularity": "nanos_string"}),
+        config(tmp_path / "kinds-copy.yaml", {
+            "name": "kinds-copy", "connector.class": "JdbcSink", "topics": "pgk-kinds",
+            "connection.url": postgres_db.url, "table.name.format": "kinds_copy",
             "auto.create": "true", "insert.mode": "upsert", "pk.mode": "record_key"}),
         config(tmp_path / "maria.yaml", {
             "name": "maria", "connector.class": "JdbcSink", "topics": "readings",
@@ -147,6 +187,17 @@ def test_exact_values_through_a_worker(tmp_path, postgres_db, mariadb_db):
                                         "WHERE table_name = 'amounts_copy' AND column_name = 't'")
         assert t_type == "time without time zone"
 
+        # microseconds under timestamp.granularity, and the kinds Connect has no type for,
+        # each as the exact text PostgreSQL prints (read back from the copy's text columns)
+        wait_until(lambda: {r[0]: r[1:] for r in rows(
+                       postgres_db, "SELECT id, at, iv, j, jb, u FROM kinds_copy")} == KINDS_TEXT,
+                   timeout=180, interval=0.5, message="the kinds as their exact text",
+                   on_timeout=lambda: rows(postgres_db, "SELECT * FROM kinds_copy"))
+        text_columns = postgres_db.query(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = "
+            "'kinds_copy' AND data_type = 'text' ORDER BY column_name")
+        assert [c for (c,) in text_columns] == ["at", "iv", "j", "jb", "u"]
+
         wait_until(lambda: dlq_offsets(w, "maria") == MARIADB_REFUSES, timeout=180,
                    message="NaN, the infinities and the too-wide decimal in MariaDB's DLQ")
         got = {i: (x, n) for i, x, n in rows(mariadb_db, "SELECT id, x, n FROM readings")}
@@ -154,6 +205,14 @@ def test_exact_values_through_a_worker(tmp_path, postgres_db, mariadb_db):
         dead = json.loads(w.kctl("dlq", "show", "maria", "-o", "json").stdout)
         assert any("MariaDB cannot store NaN" in r["message"] for r in dead), dead
         assert any("does not fit" in r["message"] for r in dead), dead
+        # each rejected value whole (its schema alone is longer than 80 characters), and
+        # its payload, what was rejected, visible beside it
+        for r in dead:
+            offset = int(r["offset"])
+            assert r["value"] == wire[offset].decode()
+            assert len(r["value"]) > 80 and '"payload":' in r["value"]
+            payload = json.loads(r["value_payload"])
+            assert payload["id"] == offset and set(payload) == {"id", "x", "n"}
 
         wait_until(lambda: dlq_offsets(w, "files") == TOO_WIDE, timeout=180,
                    message="the too-wide decimal in FileSink's DLQ")
@@ -171,7 +230,7 @@ def test_exact_values_through_a_worker(tmp_path, postgres_db, mariadb_db):
             assert n == READINGS[i][1]
             assert (math.isnan(x) and math.isnan(READINGS[i][0])) or (
                 x == READINGS[i][0] and math.copysign(1, x) == math.copysign(1, READINGS[i][0]))
-        for name in ("src", "copy", "maria", "files"):
+        for name in ("src", "copy", "kinds", "kinds-copy", "maria", "files"):
             assert [t["state"] for t in w.status(name)["tasks"]] == ["RUNNING"], name
     finally:
         w.stop()

@@ -94,7 +94,13 @@ CONFIG_DEF = (
     .define("path", ConfigType.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
             doc="Output directory; files go to <path>/<topic>/partition=<p>/.", group="File")
     .define("format", ConfigType.STRING, "json", ValidString.in_(*FORMATS), Importance.HIGH,
-            "json (JSON lines), csv, parquet or text (one line per record).", group="File")
+            "json (JSON lines), csv, parquet or text (one line per record). Values are "
+            "written exactly: timestamps to the microsecond in UTC (parquet TIMESTAMP_MICROS; "
+            "json and csv yyyy-MM-ddTHH:mm:ss.ffffffZ), Connect Times and decimals wider than "
+            "38 digits as their exact text, bytes as base64 in json and csv, csv quoted as "
+            "RFC 4180 with spaces kept; json writes NaN and infinities as the strings \"NaN\", "
+            "\"Infinity\" and \"-Infinity\". A value a file cannot hold is its record's "
+            "error (the DLQ under errors.tolerance=all).", group="File")
     .define("flush.size", ConfigType.INT, 100_000, Range.at_least(1), Importance.MEDIUM,
             "Records per file: a partition's file is written once this many are buffered "
             "(each write is a Spark job costing 0.1-0.2 s of JVM time however small).",
@@ -116,6 +122,9 @@ CONFIG_DEF = (
     .define("csv.delimiter", ConfigType.STRING, ",", SingleChar(), Importance.LOW,
             "Field separator of csv output (\\t for tab).", group="CSV")
 )
+
+# timestamps in json and csv: microseconds, as Arrow and parquet hold them, and the offset
+TIMESTAMP_TEXT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"
 
 _COMMITTED = re.compile(r"^(?P<topic>.+)\+(?P<partition>\d+)\+(?P<start>\d+)\+(?P<end>\d+)\.\w+$")
 
@@ -311,7 +320,8 @@ class FileSinkTask(SinkTask):
         self._epochs: dict[TopicPartition, int] = {}
         self._fenced: set[TopicPartition] = set()
         self.files_written: list[str] = []
-        self._decimals: dict[int, tuple[Schema, list[tuple[str, pa.DataType]]]] = {}
+        # per value schema: its decimal fields' Arrow types, its text fields (None)
+        self._checked: dict[int, tuple[Schema, list[tuple[str, pa.DataType | None]]]] = {}
         self._writer: ThreadPoolExecutor | None = None
         self._pending: Future[None] | None = None
 
@@ -408,17 +418,26 @@ class FileSinkTask(SinkTask):
 
     def _unfit(self, value: Struct) -> DataError | None:
         """Why a decimal of `value` cannot be written exactly (wider than its precision, more
-        fraction than its scale), if one cannot: checked here, so the record is the error,
-        not the file its batch would have been."""
+        fraction than its scale) or a string at all (a lone surrogate, which json.loads
+        makes of "\\ud800" but UTF-8 cannot hold), if one cannot: checked here, so the
+        record is the error, not the file its batch would have been."""
         schema = value.schema
-        entry = self._decimals.get(id(schema))
+        entry = self._checked.get(id(schema))
         if entry is None or entry[0] is not schema:
-            entry = self._decimals[id(schema)] = (schema, [
-                (f.name, connect_to_arrow_type(f.schema)) for f in schema.fields
-                if f.schema.name == DECIMAL])
+            entry = self._checked[id(schema)] = (schema, [
+                (f.name, None if f.schema.type is Type.STRING
+                 else connect_to_arrow_type(f.schema)) for f in schema.fields
+                if f.schema.name == DECIMAL or f.schema.type is Type.STRING])
         for name, t in entry[1]:
             v = value.get_without_default(name)
             if v is None:
+                continue
+            if t is None:  # text: only a str beyond ASCII can hold a surrogate
+                if isinstance(v, str) and not v.isascii():
+                    try:
+                        v.encode("utf-8")
+                    except UnicodeEncodeError as e:
+                        return DataError(f"Field {name!r}: {v!r} is not unicode text: {e}")
                 continue
             try:
                 pa.array([v], t)
@@ -614,8 +633,17 @@ class FileSinkTask(SinkTask):
         try:
             writer = self._frame(table, tmp).coalesce(1).write.mode("overwrite")
             if spark_format == "csv":
+                # RFC 4180 quotes ("" inside quotes, not Spark's backslash) and every space
+                # kept (Spark trims them, and a NUL with them, by default)
                 writer = writer.option("header", str(self.csv_header).lower()) \
-                    .option("sep", self.delimiter)
+                    .option("sep", self.delimiter).option("escape", '"') \
+                    .option("ignoreLeadingWhiteSpace", "false") \
+                    .option("ignoreTrailingWhiteSpace", "false")
+            if spark_format in ("csv", "json"):  # Spark's default text keeps milliseconds
+                writer = writer.option("timestampFormat", TIMESTAMP_TEXT)
+            elif spark_format == "parquet":  # not INT96: every reader knows its zone and range
+                writer = writer.option("spark.sql.parquet.outputTimestampType",
+                                       "TIMESTAMP_MICROS")
             writer.format(spark_format).save(out)
             parts = [n for n in os.listdir(out) if n.startswith("part-")]
             if len(parts) != 1:
@@ -669,7 +697,7 @@ class FileSinkTask(SinkTask):
         spark = self._spark()  # first: pyspark is imported while the session is built
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        table = _spark_ready(table)
+        table = _spark_ready(table, self.format)
         if not reads_local_files(spark):
             return spark.createDataFrame(table)
         os.makedirs(tmp)
@@ -681,13 +709,20 @@ class FileSinkTask(SinkTask):
         return self.context.spark()
 
 
-def _spark_ready(table: pa.Table) -> pa.Table:
-    """Decimals wider than Spark's 38 digits (Arrow decimal256) written as their exact text."""
-    wide = [i for i, f in enumerate(table.schema) if pa.types.is_decimal256(f.type)]
-    for i in wide:
-        f = table.schema.field(i)
-        table = table.set_column(i, pa.field(f.name, pa.string(), f.nullable),
-                                 table.column(i).cast(pa.string()))
+def _spark_ready(table: pa.Table, fmt: str) -> pa.Table:
+    """Decimals wider than Spark's 38 digits (Arrow decimal256) written as their exact text,
+    and Connect Times as theirs (HH:MM:SS.ffffff): Spark refuses its TIME type unless
+    spark.sql.timeType.enabled, which would also make csv reads infer times. In csv, bytes
+    are base64 as in json (Spark writes them as "[0A FF]")."""
+    for i, f in enumerate(table.schema):
+        if pa.types.is_decimal256(f.type) or pa.types.is_time(f.type):
+            column = table.column(i).cast(pa.string())
+        elif fmt == "csv" and pa.types.is_binary(f.type):
+            column = pa.array([None if b is None else base64.b64encode(b).decode("ascii")
+                               for b in table.column(i).to_pylist()], pa.string())
+        else:
+            continue
+        table = table.set_column(i, pa.field(f.name, pa.string(), f.nullable), column)
     return table
 
 

@@ -141,10 +141,12 @@ def test_a_killed_workers_tasks_wait_for_the_delay_then_run_on_the_survivors(kaf
             return task_statuses(survivor, SINK, lost)
 
         # while the delay runs, `kctl connector status` says the tasks run nowhere, and why
-        wait_until(lambda: all(t["state"] == "UNASSIGNED" for t in lost_tasks_status()),
-                   timeout=30, interval=0.2, message="the lost tasks shown UNASSIGNED",
-                   on_timeout=cluster.logs)
-        for t in lost_tasks_status():
+        def unassigned() -> list[dict] | None:
+            tasks = lost_tasks_status()
+            return tasks if tasks and all(t["state"] == "UNASSIGNED" for t in tasks) else None
+
+        for t in wait_until(unassigned, timeout=30, interval=0.2,
+                            message="the lost tasks shown UNASSIGNED", on_timeout=cluster.logs):
             assert_noted(t, victim.worker_id, record)
         while time.time() * 1000 < record["at_ms"] + record["delay_ms"] - 1000:
             assert all(t["state"] == "UNASSIGNED" for t in lost_tasks_status())
@@ -188,12 +190,18 @@ def test_a_killed_workers_tasks_wait_for_the_delay_then_run_on_the_survivors(kaf
 
         # (the stopping worker marks its tasks UNASSIGNED as it stops them; the leader's
         # note, written after its round, says why and until when)
-        wait_until(lambda: all(t["state"] == "UNASSIGNED" and "lost at" in t.get("trace", "")
-                               for t in waiting()),
-                   timeout=30, interval=0.2, message="the stopped worker's tasks noted",
-                   on_timeout=cluster.logs)
-        assert len(waiting()) == len(held.tasks)
-        for t in waiting():
+        def noted() -> list[dict] | None:
+            """One status answer in which every held task waits with its note (read once:
+            the delay may expire, and the tasks move, right after it)."""
+            tasks = waiting()
+            return tasks if tasks and all(
+                t["state"] == "UNASSIGNED" and "lost at" in t.get("trace", "")
+                for t in tasks) else None
+
+        tasks = wait_until(noted, timeout=30, interval=0.2,
+                           message="the stopped worker's tasks noted", on_timeout=cluster.logs)
+        assert len(tasks) == len(held.tasks)
+        for t in tasks:
             assert_noted(t, stopping.worker_id, record)
         wait_until(lambda: all(cluster.placement(name).get(item) == last.worker_id
                                for name in (SRC, SINK)

@@ -151,13 +151,14 @@ def live_run(bootstrap: str, root: Path, protocol: str, *, connectors: int, task
         deleted = time.monotonic()
         t2 = wait(lambda: emptied(cluster), timeout, "every connector gone")
         time.sleep(2)  # a deleted task stops before its round completes: wait for the record
+        starts2 = sum(w.task_starts() for w in cluster.workers)
         doc = cluster_history(cluster.generations())
     return {
         "protocol": protocol,
         "start": {**phase(doc, wall0, wall_mid - 1), "requests_s": round(created - t0, 1),
                   "stable_s": round(t1 - t0, 1), "task_starts_metric": starts1 - starts0},
         "stop": {**phase(doc, wall_mid, 1 << 62), "requests_s": round(deleted - t1, 1),
-                 "stable_s": round(t2 - t1, 1)},
+                 "stable_s": round(t2 - t1, 1), "task_starts_metric": starts2 - starts1},
     }
 
 
@@ -203,9 +204,10 @@ def main() -> None:
                   f"{s['tasks_stopped']:>9} {s['tasks_started']:>10} "
                   f"{s['modelled_phase_ms'] / 1000:>11.1f}s")
     for r in results:
-        print(f"{r['protocol']}: task starts by the workers' counters during the start phase: "
-              f"{r['start']['task_starts_metric']}; requests took {r['start']['requests_s']} s "
-              f"(create) and {r['stop']['requests_s']} s (delete)")
+        print(f"{r['protocol']}: task starts by the workers' counters: "
+              f"{r['start']['task_starts_metric']} in the start phase, "
+              f"{r['stop']['task_starts_metric']} in the stop phase; requests took "
+              f"{r['start']['requests_s']} s (create) and {r['stop']['requests_s']} s (delete)")
 
 
 if __name__ == "__main__":

@@ -269,15 +269,19 @@ def test_timestamp_incrementing_resumes_exactly_and_follows_updates(engine, jdbc
 
 
 def test_timestamp_delay_leaves_recent_rows_for_later(engine, postgres_db):
+    # row 2 is stamped 8 s ahead, so it is still "recent" (within the 1.5 s delay) however
+    # long the task takes to start and read on a slow machine (stamped now(), it was
+    # sometimes read at once)
     postgres_db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, ts TIMESTAMPTZ)",
-                        "INSERT INTO t VALUES (1, now() - interval '1 hour'), (2, now())")
+                        "INSERT INTO t VALUES (1, now() - interval '1 hour'), "
+                        "(2, now() + interval '8 seconds')")
     store = OffsetStore()
     task = start_task(engine, store, props_for(
         postgres_db, mode="timestamp+incrementing", timestamp_column_name="ts",
         timestamp_delay_interval_ms=1500), ["t"])
     try:
         assert ids(drain(task, store)) == [1]
-        got = wait_until(lambda: drain(task, store), timeout=30, message="the recent row")
+        got = wait_until(lambda: drain(task, store), timeout=60, message="the recent row")
         assert ids(got) == [2]
     finally:
         task.stop()

@@ -128,19 +128,21 @@ def rows(db: Any, sql: str) -> list[tuple]:
         return []
 
 
+def insert_rows(db: Any, table: str, rows: list[tuple]) -> None:
+    conn = db.connect()
+    with conn:
+        conn.cursor().executemany(
+            f"INSERT INTO {table} VALUES ({', '.join(['%s'] * len(rows[0]))})", rows)
+    conn.close()
+
+
 def test_exact_values_through_a_worker(tmp_path, postgres_db, mariadb_db):
     postgres_db.execute("CREATE TABLE amounts (id BIGINT PRIMARY KEY, n NUMERIC(38,10), "
                         "free NUMERIC, t TIME)")
-    conn = postgres_db.connect()
-    with conn:
-        conn.cursor().executemany("INSERT INTO amounts VALUES (%s, %s, %s, %s)", SOURCE_ROWS)
-    conn.close()
+    insert_rows(postgres_db, "amounts", SOURCE_ROWS)
     postgres_db.execute("CREATE TABLE kinds (id BIGINT PRIMARY KEY, at TIMESTAMP(6), "
                         "iv INTERVAL, j JSON, jb JSONB, u UUID)")
-    conn = postgres_db.connect()
-    with conn:
-        conn.cursor().executemany("INSERT INTO kinds VALUES (%s, %s, %s, %s, %s, %s)", KINDS)
-    conn.close()
+    insert_rows(postgres_db, "kinds", KINDS)
     wire = produce_readings(tmp_path / "state")
     w = new_worker(tmp_path)
     dlq = {"errors.tolerance": "all", "errors.deadletterqueue.topic.replication.factor": 1,

@@ -16,6 +16,7 @@ server that checks the password.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 from support import connectors as sc
@@ -161,17 +162,23 @@ def test_a_worker_runs_a_source_and_a_sink_group_with_scram(tmp_path, sasl_front
                           for m, u, ok in logins)
 
 
+def connect_and_alice(bootstrap: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """A worker logging in as connect (SCRAM-SHA-512), and a connector's admin overrides
+    logging in as alice (SCRAM-SHA-256), so the front's login log tells them apart."""
+    settings = {"bootstrap.servers": bootstrap, "topic.creation.default.replication.factor": 1,
+                **sasl("SCRAM-SHA-512", user="connect", password="connect-secret")}
+    alice = {f"admin.override.{k}": v
+             for k, v in sasl("SCRAM-SHA-256", user="alice", password="wonderland").items()}
+    return settings, alice
+
+
 def test_a_connectors_admin_override_logs_in_to_create_its_topics(tmp_path, sasl_front_broker):
     """The worker logs in as connect; a source connector's `admin.override.*` names alice,
     and the admin clients that create its topic and its dead letter queue's log in as
     alice (Kafka Connect: the worker's `admin.` settings under the connector's overrides)."""
     topic, dlq, source = unique("admin-topic"), unique("admin-dlq"), unique("admin-source")
     front = sasl_front_broker.front
-    settings = {"bootstrap.servers": sasl_front_broker.bootstrap,
-                "topic.creation.default.replication.factor": 1,
-                **sasl("SCRAM-SHA-512", user="connect", password="connect-secret")}
-    alice = {f"admin.override.{k}": v
-             for k, v in sasl("SCRAM-SHA-256", user="alice", password="wonderland").items()}
+    settings, alice = connect_and_alice(sasl_front_broker.bootstrap)
     with running_worker(tmp_path / "state", settings) as w:
         before = len(front.logins)
         w.herder.put_connector_config(source, {
@@ -191,11 +198,7 @@ def test_a_sinks_offsets_are_reset_by_its_own_admin_client(tmp_path, sasl_front_
     (alice), as Kafka Connect does it, not with the worker's own login (connect)."""
     topic, sink = unique("reset-topic"), unique("reset-sink")
     front = sasl_front_broker.front
-    settings = {"bootstrap.servers": sasl_front_broker.bootstrap,
-                "topic.creation.default.replication.factor": 1,
-                **sasl("SCRAM-SHA-512", user="connect", password="connect-secret")}
-    alice = {f"admin.override.{k}": v
-             for k, v in sasl("SCRAM-SHA-256", user="alice", password="wonderland").items()}
+    settings, alice = connect_and_alice(sasl_front_broker.bootstrap)
     with running_worker(tmp_path / "state", settings) as w:
         produce(w.transport, topic, [b"x"])
         w.herder.put_connector_config(sink, {

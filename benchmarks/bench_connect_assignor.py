@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import _results
+
 from kctl.group.assignors import (
     AssignorMemory,
     ConnectAssignResult,
@@ -103,7 +105,9 @@ def main() -> None:
     parser.add_argument("--connectors", type=int, default=1000)
     parser.add_argument("--tasks-per-connector", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=5)
+    _results.add_arguments(parser)
     args = parser.parse_args()
+    figures: list[_results.Figure] = []
 
     total = args.connectors * args.tasks_per_connector
     print(
@@ -123,6 +127,11 @@ def main() -> None:
             f"  {name:<22} {best:8.1f} ms  {best / TARGET_MS:5.2f}x target  "
             f"(moved {moved}, delay {result.delay_ms} ms)"
         )
+        figures.append(_results.Figure(f"{name}: one round, best of {args.repeat}", round(best, 2),
+                                       "ms", target=f"< {TARGET_MS:.0f} ms"))
+    _results.record(args, "bench_connect_assignor",
+                    f"Incremental cooperative assignor: {total:,} tasks over {args.workers} workers",
+                    figures)
 
 
 if __name__ == "__main__":

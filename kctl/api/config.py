@@ -1,7 +1,7 @@
 """ConfigDef: typed, documented, validated configuration, as Kafka's ConfigDef.
 
 Every connector, transform and the worker itself declare their keys here, so REST
-validation, CLI tables and README reference tables all come from one definition.
+validation, CLI tables and the configuration reference all come from one definition.
 """
 
 from __future__ import annotations
@@ -373,7 +373,7 @@ class ConfigDef:
         return list(results.values())
 
     def to_markdown(self) -> str:
-        """A reference table for the README, generated so docs never drift from code."""
+        """A reference table for the user guide, generated so docs never drift from code."""
         rows = ["| name | type | default | valid values | importance | description |",
                 "| --- | --- | --- | --- | --- | --- |"]
         for k in self._keys.values():

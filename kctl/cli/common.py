@@ -105,7 +105,7 @@ def fail(message: str, code: ExitStatus = ExitStatus.ERROR) -> typer.Exit:
 
 
 def exit_status(e: ClientError) -> ExitStatus:
-    """What a failed request means to a script (the README's table)."""
+    """What a failed request means to a script (docs/operating.md's table)."""
     if e.status == 0:
         return ExitStatus.UNREACHABLE
     if e.status == 404:

@@ -1,8 +1,5 @@
 """The configuration reference, generated from the ConfigDefs so it never drifts from code.
 
-    python -m kctl.docs          # write docs/configuration.md and README.md's generated block
-    python -m kctl.docs --check  # exit 1 naming what is stale (the tests run this)
-
 The output is deterministic: no timestamps, no absolute paths, and defaults that depend on
 the machine (the home directory, environment variables) are rendered as a stable
 description instead of this machine's value.
@@ -10,23 +7,17 @@ description instead of this machine's value.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import inspect
 import re
-import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from kctl.api.config import ConfigDef, Validator
 
-REGENERATE = "python -m kctl.docs"
 CONFIGURATION_MD = Path("docs") / "configuration.md"
-README_MD = Path("README.md")
-BEGIN = "<!-- BEGIN GENERATED: configuration -->"
-END = "<!-- END GENERATED: configuration -->"
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REGENERATE = "python -m kctl.docs"
 
 # Keys whose default is computed on the machine: (stable default, sentence for the doc).
 _WORKER_STABLE_DEFAULTS: Mapping[str, tuple[Any, str]] = {
@@ -150,7 +141,7 @@ def _worker_section(heading: str) -> list[str]:
         f"starting with {_pass_through_prefixes()} pass through to the component that owns "
         "them; any other unknown key stops the worker. Any worker or connector value may "
         "hold placeholders `${provider:path:key}` resolved by the providers "
-        "`config.providers` names (README, *Secrets*): a connector's when the worker starts "
+        "`config.providers` names ([Security](security.md#secrets-config-providers-and-passwords)): a connector's when the worker starts "
         "it and its tasks, the worker's own at startup.\n",
         _table(_worker_config()),
     ]
@@ -283,86 +274,3 @@ def render_configuration() -> str:
         *_predicate_sections(),
     ]
     return "\n".join(parts)
-
-
-def render_readme_block() -> str:
-    """What goes between README.md's BEGIN/END GENERATED: configuration markers."""
-    parts = _worker_section("###") + _common_section("###")
-    parts.append(f"Sink connector, converter, FileSource, FileSink, JdbcSource, JdbcSink, "
-                 f"transform and predicate keys: [{CONFIGURATION_MD.as_posix()}]"
-                 f"({CONFIGURATION_MD.as_posix()}).\n")
-    return "\n".join(parts)
-
-
-def replace_block(readme: str, block: str) -> str:
-    """`readme` with the text between the BEGIN and END lines replaced by `block`."""
-    lines = readme.splitlines(keepends=True)
-    starts = [i for i, line in enumerate(lines) if line.strip() == BEGIN]
-    ends = [i for i, line in enumerate(lines) if line.strip() == END]
-    if len(starts) != 1 or len(ends) != 1 or ends[0] < starts[0]:
-        raise ValueError(f"README.md needs exactly one {BEGIN!r} line followed by one "
-                         f"{END!r} line")
-    body = block if block.endswith("\n") else block + "\n"
-    return "".join(lines[:starts[0] + 1]) + body + "".join(lines[ends[0]:])
-
-
-# --- command ------------------------------------------------------------------------------
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def expected_files(root: Path) -> dict[Path, str]:
-    """Each generated file under `root` with the content it should have."""
-    readme = _read(root / README_MD)
-    if readme is None:
-        raise FileNotFoundError(f"{root / README_MD} is missing")
-    return {
-        root / CONFIGURATION_MD: render_configuration(),
-        root / README_MD: replace_block(readme, render_readme_block()),
-    }
-
-
-def stale_files(root: Path) -> list[Path]:
-    return [path for path, text in expected_files(root).items() if _read(path) != text]
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog=REGENERATE,
-        description="Write (or --check) docs/configuration.md and README.md's generated block.")
-    parser.add_argument("--check", action="store_true",
-                        help="exit 1 when a generated file or block is stale")
-    parser.add_argument("--root", type=Path, default=REPO_ROOT,
-                        help="repository root holding README.md and docs/ (default: this repo)")
-    args = parser.parse_args(argv)
-    try:
-        expected = expected_files(args.root)
-    except (OSError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    if args.check:
-        stale = [path for path, text in expected.items() if _read(path) != text]
-        for path in stale:
-            what = "the generated configuration block of " if path.name == "README.md" else ""
-            print(f"stale: {what}{path}", file=sys.stderr)
-        if stale:
-            print(f"run `{REGENERATE}` to regenerate the configuration reference",
-                  file=sys.stderr)
-            return 1
-        print("configuration reference is up to date")
-        return 0
-    for path, text in expected.items():
-        if _read(path) != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(text.encode("utf-8"))
-            print(f"wrote {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from kctl.docs import main
+
+sys.exit(main())

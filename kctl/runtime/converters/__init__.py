@@ -7,6 +7,7 @@ whole Arrow columns; it imports pyarrow, so nothing here imports it eagerly), `s
 Python path) and `common` (logical values and JSON text shared by them).
 """
 
+from kctl.runtime.converters.avro import REGISTRY_CONFIG_DEF, AvroConverter
 from kctl.runtime.converters.common import (
     bytes_to_decimal,
     date_to_days,
@@ -23,13 +24,15 @@ from kctl.runtime.converters.simple import STRING_CONFIG_DEF, ByteArrayConverter
 
 # Users and other Connect tools see these by class name (plugin listings, DLQ headers,
 # configs): they keep the public path they have always had.
-for _cls in (JsonConverter, StringConverter, ByteArrayConverter):
+for _cls in (JsonConverter, StringConverter, ByteArrayConverter, AvroConverter):
     _cls.__module__ = __name__
 
 __all__ = [
     "CONVERTER_ALIASES",
     "JSON_CONFIG_DEF",
+    "REGISTRY_CONFIG_DEF",
     "STRING_CONFIG_DEF",
+    "AvroConverter",
     "ByteArrayConverter",
     "JsonConverter",
     "StringConverter",

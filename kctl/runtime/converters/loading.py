@@ -11,6 +11,7 @@ from typing import Any
 
 from kctl.api.converter import Converter
 from kctl.errors import PluginError
+from kctl.runtime.converters.avro import AvroConverter
 from kctl.runtime.converters.json import JsonConverter
 from kctl.runtime.converters.simple import ByteArrayConverter, StringConverter
 
@@ -27,6 +28,10 @@ CONVERTER_ALIASES: dict[str, type[Converter]] = {
     "kctl.runtime.converters.JsonConverter": JsonConverter,
     "kctl.runtime.converters.StringConverter": StringConverter,
     "kctl.runtime.converters.ByteArrayConverter": ByteArrayConverter,
+    "avro": AvroConverter,
+    "AvroConverter": AvroConverter,
+    "io.confluent.connect.avro.AvroConverter": AvroConverter,
+    "kctl.runtime.converters.AvroConverter": AvroConverter,
 }
 
 

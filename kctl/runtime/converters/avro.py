@@ -1,0 +1,208 @@
+"""Confluent's AvroConverter: Connect data as Avro in Confluent's wire format (a zero
+byte, the schema's id in four bytes, the Avro binary), with the schema in a Schema
+Registry: the one `schema.registry.url` names, or else the worker's own."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from kctl.api.config import ConfigDef, ConfigType, Importance, ValidString
+from kctl.api.converter import Converter
+from kctl.api.data import Schema, SchemaAndValue
+from kctl.api.records import Headers
+from kctl.errors import ConfigError, DataError
+from kctl.runtime.converters.avro_data import AvroData
+from kctl.runtime.converters.registry_client import (
+    HttpRegistryClient,
+    LocalRegistryClient,
+    RegistryClient,
+)
+
+MAGIC = 0
+_HEADER = struct.Struct(">bI")
+# The worker hands its own registry to converters under this key (not a user setting).
+LOCAL_REGISTRY = "kctl.schema.registry"
+
+STRATEGIES = {
+    "TopicNameStrategy": "topic",
+    "io.confluent.kafka.serializers.subject.TopicNameStrategy": "topic",
+    "RecordNameStrategy": "record",
+    "io.confluent.kafka.serializers.subject.RecordNameStrategy": "record",
+    "TopicRecordNameStrategy": "topic_record",
+    "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy": "topic_record",
+}
+
+_STRATEGY = ValidString(tuple(STRATEGIES), case_sensitive=True)
+
+REGISTRY_CONFIG_DEF = (
+    ConfigDef()
+    .define("schema.registry.url", ConfigType.LIST, "", importance=Importance.HIGH,
+            doc="Comma-separated URLs of the Schema Registry. Empty: the worker's own registry "
+                "(schema.registry.enable), served at <listener>/schema-registry.")
+    .define("auto.register.schemas", ConfigType.BOOLEAN, True, importance=Importance.MEDIUM,
+            doc="Register a record's schema when it is new to its subject; false: look it up "
+                "and fail the record when it is not there.")
+    .define("use.latest.version", ConfigType.BOOLEAN, False, importance=Importance.LOW,
+            doc="Serialize with the subject's latest schema instead of the record's own (with "
+                "auto.register.schemas=false).")
+    .define("key.subject.name.strategy", ConfigType.STRING, "TopicNameStrategy", _STRATEGY,
+            Importance.MEDIUM, "How a key's subject is named: TopicNameStrategy (<topic>-key), "
+            "RecordNameStrategy (the record's full name) or TopicRecordNameStrategy "
+            "(<topic>-<record name>); Confluent's class names are accepted.")
+    .define("value.subject.name.strategy", ConfigType.STRING, "TopicNameStrategy", _STRATEGY,
+            Importance.MEDIUM, "How a value's subject is named, as key.subject.name.strategy.")
+    .define("basic.auth.credentials.source", ConfigType.STRING, "USER_INFO",
+            ValidString.in_("USER_INFO", "URL", "SASL_INHERIT"), Importance.LOW,
+            "Where the registry's Basic credentials come from: USER_INFO "
+            "(basic.auth.user.info) or URL (user:password@ in the URL).")
+    .define("basic.auth.user.info", ConfigType.PASSWORD, None, importance=Importance.LOW,
+            doc="USER:PASSWORD for the registry's Basic authentication.")
+    .define("schema.registry.ssl.truststore.location", ConfigType.STRING, None,
+            importance=Importance.LOW,
+            doc="PEM file of the CAs that sign the registry's certificate (https URLs).")
+    .define("schema.registry.ssl.keystore.location", ConfigType.STRING, None,
+            importance=Importance.LOW,
+            doc="PEM file with a client certificate and its key for the registry.")
+    .define("connect.meta.data", ConfigType.BOOLEAN, True, importance=Importance.LOW,
+            doc="Write connect.name, connect.version, connect.doc and connect.parameters "
+                "into Avro schemas, so Connect schemas survive the round trip.")
+    .define("enhanced.avro.schema.support", ConfigType.BOOLEAN, False, importance=Importance.LOW,
+            doc="Keep Avro enum and fixed details in Connect schema parameters.")
+)
+
+
+def _subject(strategy: str, topic: str, is_key: bool, record_name: str | None) -> str:
+    kind = STRATEGIES[strategy]
+    if kind == "topic" or not record_name:
+        return f"{topic}-{'key' if is_key else 'value'}"
+    return record_name if kind == "record" else f"{topic}-{record_name}"
+
+
+class AvroConverter(Converter):
+    """Confluent's io.confluent.connect.avro.AvroConverter."""
+
+    uses_schema_registry = True  # the worker hands it its own registry when no URL is set
+
+    def __init__(self) -> None:
+        self._settings: dict[str, Any] = {}
+        self._client: RegistryClient | None = None
+        self._local: Any = None
+        self._is_key = False
+        self._data = AvroData()
+        self._lock = threading.Lock()
+        self._ids: dict[tuple[str, Schema], tuple[int, Any]] = {}
+        self._by_id: dict[int, tuple[Schema, Any, Any]] = {}
+
+    def config(self) -> ConfigDef:
+        return REGISTRY_CONFIG_DEF
+
+    def configure(self, configs: Mapping[str, Any], is_key: bool) -> None:
+        settings = dict(configs)
+        self._local = settings.pop(LOCAL_REGISTRY, None)
+        settings.pop("converter.type", None)
+        known = {k: v for k, v in settings.items() if k in REGISTRY_CONFIG_DEF.names()}
+        self._values = REGISTRY_CONFIG_DEF.parse(known)
+        self._settings = settings
+        self._is_key = is_key
+        self._data = AvroData(bool(self._values["connect.meta.data"]),
+                              bool(self._values["enhanced.avro.schema.support"]))
+        self._urls = [u for u in self._values["schema.registry.url"] if u]
+
+    # -- the registry --------------------------------------------------------------------
+    def _registry(self) -> RegistryClient:
+        if self._client is None:
+            if self._urls:
+                self._client = HttpRegistryClient(self._urls, self._settings)
+            elif self._local is not None:
+                self._client = LocalRegistryClient(self._local, self._settings)
+            else:
+                raise ConfigError("AvroConverter needs schema.registry.url, or a worker "
+                                  "that serves its own registry (schema.registry.enable=true)",
+                                  key="schema.registry.url")
+        return self._client
+
+    def _parsed(self, avro_schema: Any) -> Any:
+        import fastavro
+
+        return fastavro.parse_schema(avro_schema, _write_hint=False)
+
+    def _writer(self, topic: str, schema: Schema) -> tuple[int, Any]:
+        cache_key = (topic, schema)
+        found = self._ids.get(cache_key)
+        if found is not None:
+            return found
+        avro_schema = self._data.from_connect_schema(schema)
+        text = json.dumps(avro_schema, separators=(",", ":"))
+        record_name = schema.name if schema.name else None
+        strategy = self._values["key.subject.name.strategy" if self._is_key
+                                else "value.subject.name.strategy"]
+        subject = _subject(strategy, topic, self._is_key, record_name)
+        client = self._registry()
+        if self._values["auto.register.schemas"]:
+            schema_id = client.register(subject, text, "AVRO")
+        elif self._values["use.latest.version"]:
+            schema_id, text = client.latest(subject)
+            avro_schema = json.loads(text)
+        else:
+            schema_id = client.lookup(subject, text, "AVRO")
+        with self._lock:
+            self._ids[cache_key] = (schema_id, self._parsed(avro_schema))
+        return self._ids[cache_key]
+
+    def _reader(self, schema_id: int) -> tuple[Schema, Any, Any]:
+        found = self._by_id.get(schema_id)
+        if found is not None:
+            return found
+        text, schema_type = self._registry().schema(schema_id)
+        if schema_type != "AVRO":
+            raise DataError(f"schema id {schema_id} is a {schema_type} schema, not Avro")
+        avro_schema = json.loads(text)
+        connect = self._data.to_connect_schema(avro_schema)
+        with self._lock:
+            self._by_id[schema_id] = (connect, self._parsed(avro_schema), avro_schema)
+        return self._by_id[schema_id]
+
+    # -- records -------------------------------------------------------------------------
+    def from_connect_data(self, topic: str, schema: Schema | None, value: Any,
+                          headers: Headers | None = None) -> bytes | None:
+        import fastavro
+
+        if value is None and (schema is None or schema.optional):
+            return None
+        if schema is None:
+            raise DataError("AvroConverter needs a schema for every value (this one has none)")
+        schema_id, parsed = self._writer(topic, schema)
+        out = io.BytesIO()
+        out.write(_HEADER.pack(MAGIC, schema_id))
+        try:
+            fastavro.schemaless_writer(out, parsed, self._data.to_avro_value(schema, value))
+        except (ValueError, TypeError, AttributeError, OverflowError) as e:
+            raise DataError(f"cannot write the value as Avro schema id {schema_id}: {e}") from e
+        return out.getvalue()
+
+    def to_connect_data(self, topic: str, value: bytes | None,
+                        headers: Headers | None = None) -> SchemaAndValue:
+        import fastavro
+
+        if value is None:
+            return SchemaAndValue(None, None)
+        if len(value) < _HEADER.size or value[0] != MAGIC:
+            first = value[0] if value else None
+            hint = " (this looks like JSON, not Confluent's wire format)" \
+                if first in (0x7B, 0x5B, 0x22) else ""
+            shown = f"0x{first:02x}" if first is not None else "none"
+            raise DataError(f"Unknown magic byte {shown}"
+                            f"{hint}: AvroConverter reads Confluent's wire format "
+                            f"(0x00, a schema id, the Avro binary)")
+        _, schema_id = _HEADER.unpack_from(value)
+        connect, parsed, _ = self._reader(schema_id)
+        try:
+            decoded = fastavro.schemaless_reader(io.BytesIO(value[_HEADER.size:]), parsed, parsed)
+        except (EOFError, ValueError, TypeError, IndexError, struct.error) as e:
+            raise DataError(f"cannot read the value as Avro schema id {schema_id}: {e}") from e
+        return SchemaAndValue(connect, self._data.to_connect_value(connect, decoded))

@@ -53,9 +53,30 @@ def _avro_messages(reader: Parsed, writer: Parsed) -> list[str]:
         return []
     kinds = [str(getattr(i, "value", i)).upper() for i in result.incompatibilities]
     where = ", ".join(sorted(result.locations)) or "/"
-    return [f"{{errorType:'{k}', description:'{m}', location:'{where}'}}"
+    fields = sorted({f for loc in result.locations if (f := _field_at(reader.value.to_json(), loc))})
+    named = f" (field {', '.join(fields)})" if fields else ""
+    return [f"{{errorType:'{k}', description:'{m}{named}', location:'{where}'}}"
             for k, m in zip(kinds or ["INCOMPATIBLE"], list(result.messages) or ["incompatible"],
                             strict=False)]
+
+
+def _field_at(schema: Any, location: str) -> str:
+    """The dotted field name a location such as /fields/0/type/fields/1 points into."""
+    names, node = [], schema
+    parts = [p for p in location.split("/") if p]
+    for i, part in enumerate(parts):
+        if isinstance(node, dict) and part in node:
+            if part == "fields" and i + 1 < len(parts) and parts[i + 1].isdigit():
+                index = int(parts[i + 1])
+                fields = node["fields"]
+                if index < len(fields):
+                    names.append(fields[index].get("name", "?"))
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            break
+    return ".".join(names)
 
 
 # --- JSON Schema ------------------------------------------------------------------------

@@ -19,12 +19,14 @@ from kctl.runtime.converters.common import (
     timestamp_to_millis,
 )
 from kctl.runtime.converters.json import JSON_CONFIG_DEF, JsonConverter
+from kctl.runtime.converters.json_schema_registry import JsonSchemaConverter
 from kctl.runtime.converters.loading import CONVERTER_ALIASES, load_converter, resolve_converter
 from kctl.runtime.converters.simple import STRING_CONFIG_DEF, ByteArrayConverter, StringConverter
 
 # Users and other Connect tools see these by class name (plugin listings, DLQ headers,
 # configs): they keep the public path they have always had.
-for _cls in (JsonConverter, StringConverter, ByteArrayConverter, AvroConverter):
+for _cls in (JsonConverter, StringConverter, ByteArrayConverter, AvroConverter,
+             JsonSchemaConverter):
     _cls.__module__ = __name__
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "AvroConverter",
     "ByteArrayConverter",
     "JsonConverter",
+    "JsonSchemaConverter",
     "StringConverter",
     "bytes_to_decimal",
     "date_to_days",

@@ -83,20 +83,24 @@ def _subject(strategy: str, topic: str, is_key: bool, record_name: str | None) -
     return record_name if kind == "record" else f"{topic}-{record_name}"
 
 
-class AvroConverter(Converter):
-    """Confluent's io.confluent.connect.avro.AvroConverter."""
+class SchemaRegistryConverter(Converter):
+    """What Confluent's registry-backed converters share: the registry (the URL's, else the
+    worker's own), subject names, schema ids cached both ways, and the wire format's
+    header."""
 
     uses_schema_registry = True  # the worker hands it its own registry when no URL is set
+    schema_type = "AVRO"
 
     def __init__(self) -> None:
         self._settings: dict[str, Any] = {}
         self._client: RegistryClient | None = None
         self._local: Any = None
         self._is_key = False
-        self._data = AvroData()
+        self._urls: list[str] = []
+        self._values: dict[str, Any] = REGISTRY_CONFIG_DEF.parse({})
         self._lock = threading.Lock()
         self._ids: dict[tuple[str, Schema], tuple[int, Any]] = {}
-        self._by_id: dict[int, tuple[Schema, Any, Any]] = {}
+        self._by_id: dict[int, Any] = {}
 
     def config(self) -> ConfigDef:
         return REGISTRY_CONFIG_DEF
@@ -109,11 +113,8 @@ class AvroConverter(Converter):
         self._values = REGISTRY_CONFIG_DEF.parse(known)
         self._settings = settings
         self._is_key = is_key
-        self._data = AvroData(bool(self._values["connect.meta.data"]),
-                              bool(self._values["enhanced.avro.schema.support"]))
         self._urls = [u for u in self._values["schema.registry.url"] if u]
 
-    # -- the registry --------------------------------------------------------------------
     def _registry(self) -> RegistryClient:
         if self._client is None:
             if self._urls:
@@ -121,53 +122,85 @@ class AvroConverter(Converter):
             elif self._local is not None:
                 self._client = LocalRegistryClient(self._local, self._settings)
             else:
-                raise ConfigError("AvroConverter needs schema.registry.url, or a worker "
-                                  "that serves its own registry (schema.registry.enable=true)",
-                                  key="schema.registry.url")
+                raise ConfigError(f"{type(self).__name__} needs schema.registry.url, or a "
+                                  "worker that serves its own registry "
+                                  "(schema.registry.enable=true)", key="schema.registry.url")
         return self._client
 
-    def _parsed(self, avro_schema: Any) -> Any:
-        import fastavro
+    def _registered_schema(self, schema: Schema) -> str:
+        """The schema text this converter registers for a Connect schema."""
+        raise NotImplementedError
 
-        return fastavro.parse_schema(avro_schema, _write_hint=False)
-
-    def _writer(self, topic: str, schema: Schema) -> tuple[int, Any]:
+    def _writer_id(self, topic: str, schema: Schema) -> tuple[int, str]:
+        """The id a value of `schema` is written with, registering the schema (or looking
+        it up) under the subject the strategy names; and the schema text of that id."""
         cache_key = (topic, schema)
         found = self._ids.get(cache_key)
         if found is not None:
             return found
-        avro_schema = self._data.from_connect_schema(schema)
-        text = json.dumps(avro_schema, separators=(",", ":"))
-        record_name = schema.name if schema.name else None
+        text = self._registered_schema(schema)
         strategy = self._values["key.subject.name.strategy" if self._is_key
                                 else "value.subject.name.strategy"]
-        subject = _subject(strategy, topic, self._is_key, record_name)
+        subject = _subject(strategy, topic, self._is_key, schema.name)
         client = self._registry()
         if self._values["auto.register.schemas"]:
-            schema_id = client.register(subject, text, "AVRO")
+            schema_id = client.register(subject, text, self.schema_type)
         elif self._values["use.latest.version"]:
             schema_id, text = client.latest(subject)
-            avro_schema = json.loads(text)
         else:
-            schema_id = client.lookup(subject, text, "AVRO")
+            schema_id = client.lookup(subject, text, self.schema_type)
         with self._lock:
-            self._ids[cache_key] = (schema_id, self._parsed(avro_schema))
-        return self._ids[cache_key]
+            self._ids[cache_key] = (schema_id, text)
+        return schema_id, text
 
-    def _reader(self, schema_id: int) -> tuple[Schema, Any, Any]:
+    @staticmethod
+    def _schema_id(value: bytes) -> int:
+        if len(value) < _HEADER.size or value[0] != MAGIC:
+            first = value[0] if value else None
+            hint = " (this looks like JSON, not Confluent's wire format)" \
+                if first in (0x7B, 0x5B, 0x22) else ""
+            shown = f"0x{first:02x}" if first is not None else "none"
+            raise DataError(f"Unknown magic byte {shown}{hint}: this converter reads "
+                            f"Confluent's wire format (0x00, a schema id, the encoded value)")
+        return int(_HEADER.unpack_from(value)[1])
+
+    def _reader_schema(self, schema_id: int, parse: Any) -> Any:
+        """What `parse` makes of the text of schema `schema_id`, cached."""
         found = self._by_id.get(schema_id)
         if found is not None:
             return found
         text, schema_type = self._registry().schema(schema_id)
-        if schema_type != "AVRO":
-            raise DataError(f"schema id {schema_id} is a {schema_type} schema, not Avro")
-        avro_schema = json.loads(text)
-        connect = self._data.to_connect_schema(avro_schema)
+        if schema_type != self.schema_type:
+            raise DataError(f"schema id {schema_id} is a {schema_type} schema, not "
+                            f"{self.schema_type}")
+        parsed = parse(text)
         with self._lock:
-            self._by_id[schema_id] = (connect, self._parsed(avro_schema), avro_schema)
-        return self._by_id[schema_id]
+            self._by_id[schema_id] = parsed
+        return parsed
 
-    # -- records -------------------------------------------------------------------------
+
+class AvroConverter(SchemaRegistryConverter):
+    """Confluent's io.confluent.connect.avro.AvroConverter."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._data = AvroData()
+        self._parsed_writers: dict[int, Any] = {}
+
+    def configure(self, configs: Mapping[str, Any], is_key: bool) -> None:
+        super().configure(configs, is_key)
+        self._data = AvroData(bool(self._values["connect.meta.data"]),
+                              bool(self._values["enhanced.avro.schema.support"]))
+
+    def _registered_schema(self, schema: Schema) -> str:
+        return json.dumps(self._data.from_connect_schema(schema), separators=(",", ":"))
+
+    @staticmethod
+    def _parsed(avro_schema: Any) -> Any:
+        import fastavro
+
+        return fastavro.parse_schema(avro_schema, _write_hint=False)
+
     def from_connect_data(self, topic: str, schema: Schema | None, value: Any,
                           headers: Headers | None = None) -> bytes | None:
         import fastavro
@@ -176,7 +209,10 @@ class AvroConverter(Converter):
             return None
         if schema is None:
             raise DataError("AvroConverter needs a schema for every value (this one has none)")
-        schema_id, parsed = self._writer(topic, schema)
+        schema_id, text = self._writer_id(topic, schema)
+        parsed = self._parsed_writers.get(schema_id)
+        if parsed is None:
+            parsed = self._parsed_writers.setdefault(schema_id, self._parsed(json.loads(text)))
         out = io.BytesIO()
         out.write(_HEADER.pack(MAGIC, schema_id))
         try:
@@ -185,22 +221,18 @@ class AvroConverter(Converter):
             raise DataError(f"cannot write the value as Avro schema id {schema_id}: {e}") from e
         return out.getvalue()
 
+    def _reader(self, text: str) -> tuple[Schema, Any]:
+        avro_schema = json.loads(text)
+        return self._data.to_connect_schema(avro_schema), self._parsed(avro_schema)
+
     def to_connect_data(self, topic: str, value: bytes | None,
                         headers: Headers | None = None) -> SchemaAndValue:
         import fastavro
 
         if value is None:
             return SchemaAndValue(None, None)
-        if len(value) < _HEADER.size or value[0] != MAGIC:
-            first = value[0] if value else None
-            hint = " (this looks like JSON, not Confluent's wire format)" \
-                if first in (0x7B, 0x5B, 0x22) else ""
-            shown = f"0x{first:02x}" if first is not None else "none"
-            raise DataError(f"Unknown magic byte {shown}"
-                            f"{hint}: AvroConverter reads Confluent's wire format "
-                            f"(0x00, a schema id, the Avro binary)")
-        _, schema_id = _HEADER.unpack_from(value)
-        connect, parsed, _ = self._reader(schema_id)
+        schema_id = self._schema_id(value)
+        connect, parsed = self._reader_schema(schema_id, self._reader)
         try:
             decoded = fastavro.schemaless_reader(io.BytesIO(value[_HEADER.size:]), parsed, parsed)
         except (EOFError, ValueError, TypeError, IndexError, struct.error) as e:

@@ -13,6 +13,7 @@ from kctl.api.converter import Converter
 from kctl.errors import PluginError
 from kctl.runtime.converters.avro import AvroConverter
 from kctl.runtime.converters.json import JsonConverter
+from kctl.runtime.converters.json_schema_registry import JsonSchemaConverter
 from kctl.runtime.converters.simple import ByteArrayConverter, StringConverter
 
 CONVERTER_ALIASES: dict[str, type[Converter]] = {
@@ -32,6 +33,10 @@ CONVERTER_ALIASES: dict[str, type[Converter]] = {
     "AvroConverter": AvroConverter,
     "io.confluent.connect.avro.AvroConverter": AvroConverter,
     "kctl.runtime.converters.AvroConverter": AvroConverter,
+    "jsonschema": JsonSchemaConverter,
+    "JsonSchemaConverter": JsonSchemaConverter,
+    "io.confluent.connect.json.JsonSchemaConverter": JsonSchemaConverter,
+    "kctl.runtime.converters.JsonSchemaConverter": JsonSchemaConverter,
 }
 
 

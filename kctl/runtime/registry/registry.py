@@ -13,7 +13,7 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from kctl.runtime.registry import formats
 from kctl.runtime.registry.model import (
@@ -39,6 +39,7 @@ from kctl.runtime.registry.model import (
 )
 
 DEFAULT_COMPATIBILITY = Compatibility.BACKWARD
+T = TypeVar("T")
 
 
 class RecordLog(Protocol):
@@ -151,6 +152,18 @@ class SchemaRegistry:
         self._log.read_to_end()
 
     # -- reads -------------------------------------------------------------------------------
+    def _fresh(self, read: Callable[[], T]) -> T:
+        """`read`, and once more after catching up with the topic when it finds nothing: a
+        follower may not yet have read what the leader just wrote (a client registers through
+        one worker and reads through another)."""
+        try:
+            return read()
+        except RegistryError as e:
+            if e.status != 404 or self._log is None:
+                raise
+        self._log.read_to_end()
+        return read()
+
     def subjects(self, deleted: bool = False, prefix: str = "") -> list[str]:
         with self._lock:
             return sorted(s for s, vs in self._versions.items()
@@ -167,10 +180,16 @@ class SchemaRegistry:
         return live
 
     def versions(self, subject: str, deleted: bool = False) -> list[int]:
-        with self._lock:
-            return sorted(self._live(subject, deleted))
+        def read() -> list[int]:
+            with self._lock:
+                return sorted(self._live(subject, deleted))
+
+        return self._fresh(read)
 
     def version(self, subject: str, version: str | int, deleted: bool = False) -> SchemaVersion:
+        return self._fresh(lambda: self._version(subject, version, deleted))
+
+    def _version(self, subject: str, version: str | int, deleted: bool) -> SchemaVersion:
         with self._lock:
             live = self._live(subject, deleted=True)
             if str(version) in ("latest", "-1"):
@@ -185,28 +204,35 @@ class SchemaRegistry:
             return found
 
     def by_id(self, schema_id: int) -> SchemaVersion:
-        with self._lock:
-            found = self._by_id.get(schema_id)
-            if found is None:
-                raise schema_not_found(f"Schema {schema_id} not found")
-            return found
+        def read() -> SchemaVersion:
+            with self._lock:
+                found = self._by_id.get(schema_id)
+                if found is None:
+                    raise schema_not_found(f"Schema {schema_id} not found")
+                return found
+
+        return self._fresh(read)
 
     def id_versions(self, schema_id: int, deleted: bool = False) -> list[tuple[str, int]]:
+        self.by_id(schema_id)
         with self._lock:
-            self.by_id(schema_id)
             return sorted((sv.subject, sv.version) for vs in self._versions.values()
                           for sv in vs.values() if sv.id == schema_id and (deleted or not sv.deleted))
 
     def lookup(self, subject: str, schema: str, schema_type: str = "AVRO",
                references: list[Reference] | None = None, deleted: bool = False) -> SchemaVersion:
         parsed = self._parse(schema_type, schema, references or [])
-        with self._lock:
-            live = self._live(subject, deleted=True)
-            for sv in sorted(live.values(), key=lambda s: s.version):
-                if (deleted or not sv.deleted) and sv.schema_type == parsed.schema_type and \
-                        self._canonical(sv) == parsed.canonical:
-                    return sv
-            raise schema_not_found()
+
+        def read() -> SchemaVersion:
+            with self._lock:
+                live = self._live(subject, deleted=True)
+                for sv in sorted(live.values(), key=lambda s: s.version):
+                    if (deleted or not sv.deleted) and sv.schema_type == parsed.schema_type and \
+                            self._canonical(sv) == parsed.canonical:
+                        return sv
+                raise schema_not_found()
+
+        return self._fresh(read)
 
     def compatibility(self, subject: str | None, default_to_global: bool = False) -> Compatibility:
         with self._lock:
@@ -242,7 +268,7 @@ class SchemaRegistry:
                     raise
                 return []
             if version is not None:
-                against = [self.version(subject, version)]
+                against = [self._version(subject, version, False)]
             else:
                 against = [live[n] for n in sorted(live)]
                 if not level.transitive:
@@ -386,7 +412,7 @@ class SchemaRegistry:
     def _resolve(self, references: list[Reference]) -> list[str]:
         texts = []
         for ref in references:
-            texts.append(self.version(ref.subject, ref.version).schema)
+            texts.append(self._version(ref.subject, ref.version, False).schema)
         return texts
 
     def _parse(self, schema_type: str, schema: str,

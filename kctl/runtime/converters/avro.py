@@ -8,8 +8,8 @@ import io
 import json
 import struct
 import threading
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from kctl.api.config import ConfigDef, ConfigType, Importance, ValidString
 from kctl.api.converter import Converter
@@ -22,6 +22,9 @@ from kctl.runtime.converters.registry_client import (
     LocalRegistryClient,
     RegistryClient,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 MAGIC = 0
 _HEADER = struct.Struct(">bI")
@@ -221,9 +224,43 @@ class AvroConverter(SchemaRegistryConverter):
             raise DataError(f"cannot write the value as Avro schema id {schema_id}: {e}") from e
         return out.getvalue()
 
-    def _reader(self, text: str) -> tuple[Schema, Any]:
+    def _reader(self, text: str) -> tuple[Schema, Any, Any]:
         avro_schema = json.loads(text)
-        return self._data.to_connect_schema(avro_schema), self._parsed(avro_schema)
+        return self._data.to_connect_schema(avro_schema), self._parsed(avro_schema), avro_schema
+
+    # -- whole columns -------------------------------------------------------------------
+    def from_arrow(self, topic: str, schema: Schema, values: pa.Array) -> pa.Array | None:
+        """A column encoded at once (`avro_columns`), or None for the per-record path."""
+        from kctl.runtime.converters import avro_columns
+
+        if schema is None:
+            return None
+        try:
+            schema_id, text = self._writer_id(topic, schema)
+            if text != self._registered_schema(schema):  # use.latest.version: another schema
+                return None
+            return avro_columns.encode(schema, values, schema_id)
+        except Exception:  # the per-record path names the record and applies the tolerance
+            return None
+
+    def to_arrow(self, topic: str, values: pa.Array | Sequence[bytes | None]
+                 ) -> tuple[Schema, pa.Array] | None:
+        """Records of one schema id decoded into one column, or None."""
+        import pyarrow as pa
+
+        from kctl.runtime.converters import avro_columns
+
+        if len(values) == 0:
+            return None
+        try:
+            column = values if isinstance(values, pa.Array) else pa.array(values, pa.binary())
+            first = column[0].as_py()
+            if first is None:
+                return None
+            connect, _, avro_schema = self._reader_schema(self._schema_id(first), self._reader)
+            return connect, avro_columns.decode(connect, avro_schema, column)
+        except Exception:
+            return None
 
     def to_connect_data(self, topic: str, value: bytes | None,
                         headers: Headers | None = None) -> SchemaAndValue:
@@ -232,7 +269,7 @@ class AvroConverter(SchemaRegistryConverter):
         if value is None:
             return SchemaAndValue(None, None)
         schema_id = self._schema_id(value)
-        connect, parsed = self._reader_schema(schema_id, self._reader)
+        connect, parsed, _ = self._reader_schema(schema_id, self._reader)
         try:
             decoded = fastavro.schemaless_reader(io.BytesIO(value[_HEADER.size:]), parsed, parsed)
         except (EOFError, ValueError, TypeError, IndexError, struct.error) as e:

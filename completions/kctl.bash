@@ -9,7 +9,7 @@
 _kctl_command() {
     case $1 in
         'kctl')
-            subs='worker connector plugins dlq context logger rebalance group'
+            subs='worker connector plugins dlq context logger rebalance group schema'
             opts='--url --context --cacert --insecure --output -o --debug --timeout --install-completion --show-completion --help'
             vopts='--url --context --cacert --output -o --timeout' ;;
         'kctl worker')
@@ -180,6 +180,30 @@ _kctl_command() {
             subs=''
             opts='--output -o --help'
             vopts='--output -o' ;;
+        'kctl schema')
+            subs='list versions show compat config'
+            opts='--help'
+            vopts='' ;;
+        'kctl schema list')
+            subs=''
+            opts='--deleted --output -o --help'
+            vopts='--output -o' ;;
+        'kctl schema versions')
+            subs=''
+            opts='--output -o --help'
+            vopts='--output -o' ;;
+        'kctl schema show')
+            subs=''
+            opts='--version -v --output -o --help'
+            vopts='--version -v --output -o' ;;
+        'kctl schema compat')
+            subs=''
+            opts='--type --version -v --output -o --help'
+            vopts='--type --version -v --output -o' ;;
+        'kctl schema config')
+            subs=''
+            opts='--level --output -o --help'
+            vopts='--level --output -o' ;;
         *)
             subs='' opts='' vopts='' ;;
     esac
@@ -259,6 +283,16 @@ _kctl_value() {
             kind=choice words='table json yaml' ;;
         'kctl rebalance history --html')
             kind=file ;;
+        'kctl schema list --output'|'kctl schema list -o')
+            kind=choice words='table json yaml' ;;
+        'kctl schema versions --output'|'kctl schema versions -o')
+            kind=choice words='table json yaml' ;;
+        'kctl schema show --output'|'kctl schema show -o')
+            kind=choice words='table json yaml' ;;
+        'kctl schema compat --output'|'kctl schema compat -o')
+            kind=choice words='table json yaml' ;;
+        'kctl schema config --output'|'kctl schema config -o')
+            kind=choice words='table json yaml' ;;
         *)
             kind=none ;;
     esac
@@ -290,6 +324,10 @@ _kctl_argument() {
                 0) kind=file ;;
             esac ;;
         'kctl connector offsets set')
+            case $2 in
+                1) kind=file ;;
+            esac ;;
+        'kctl schema compat')
             case $2 in
                 1) kind=file ;;
             esac ;;

@@ -6,7 +6,7 @@
 function __kctl_subcommands --description 'Subcommands of the kctl command path in argv'
     switch "$argv"
         case ''
-            printf '%s\n' worker connector plugins dlq context logger rebalance group
+            printf '%s\n' worker connector plugins dlq context logger rebalance group schema
         case 'worker'
             printf '%s\n' start prepare
         case 'connector'
@@ -25,6 +25,8 @@ function __kctl_subcommands --description 'Subcommands of the kctl command path 
             printf '%s\n' explain history
         case 'group'
             printf '%s\n' describe
+        case 'schema'
+            printf '%s\n' list versions show compat config
     end
 end
 
@@ -94,6 +96,16 @@ function __kctl_value_options --description 'Options of the kctl command path in
             printf '%s\n' --last -n --connector -c --since --output -o --html --width
         case 'group describe'
             printf '%s\n' --output -o
+        case 'schema list'
+            printf '%s\n' --output -o
+        case 'schema versions'
+            printf '%s\n' --output -o
+        case 'schema show'
+            printf '%s\n' --version -v --output -o
+        case 'schema compat'
+            printf '%s\n' --type --version -v --output -o
+        case 'schema config'
+            printf '%s\n' --level --output -o
     end
 end
 
@@ -153,6 +165,7 @@ complete -c kctl -n '__kctl_at' -a context -d 'Named worker URLs (kcctl\'s conte
 complete -c kctl -n '__kctl_at' -a logger -d 'A worker\'s log levels at run time (KIP-495).'
 complete -c kctl -n '__kctl_at' -a rebalance -d 'Simulate Kafka Connect and consumer group rebalances and explain every round.'
 complete -c kctl -n '__kctl_at' -a group -d 'Describe the worker group and sink connectors\' consumer groups.'
+complete -c kctl -n '__kctl_at' -a schema -d 'Schemas in the worker\'s Schema Registry (Confluent\'s API).'
 complete -c kctl -n '__kctl_at' -l url -x -d 'Worker REST URL [default: the current context\'s, else http://127.0.0.1:8083]'
 complete -c kctl -n '__kctl_at' -l context -x -d 'Use this context\'s URL.'
 complete -c kctl -n '__kctl_at' -l cacert -x -d 'CA certificate(s) (PEM) that signed an https worker\'s certificate [default: the context...'
@@ -406,3 +419,37 @@ complete -c kctl -n '__kctl_at group' -l help -d 'Show this message and exit.'
 # kctl group describe
 complete -c kctl -n '__kctl_at group describe' -l output -s o -x -d 'table, json or yaml'
 complete -c kctl -n '__kctl_at group describe' -l help -d 'Show this message and exit.'
+
+# kctl schema
+complete -c kctl -n '__kctl_at schema' -a list -d 'Subjects, with their latest version and schema id.'
+complete -c kctl -n '__kctl_at schema' -a versions -d 'A subject\'s versions.'
+complete -c kctl -n '__kctl_at schema' -a show -d 'One version of a subject: its id, type and schema.'
+complete -c kctl -n '__kctl_at schema' -a compat -d 'Whether a schema may be registered under a subject (exit 1 when it may not).'
+complete -c kctl -n '__kctl_at schema' -a config -d 'Show or set the compatibility level, globally or of one subject.'
+complete -c kctl -n '__kctl_at schema' -l help -d 'Show this message and exit.'
+
+# kctl schema list
+complete -c kctl -n '__kctl_at schema list' -l deleted -d 'Include soft-deleted subjects.'
+complete -c kctl -n '__kctl_at schema list' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at schema list' -l help -d 'Show this message and exit.'
+
+# kctl schema versions
+complete -c kctl -n '__kctl_at schema versions' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at schema versions' -l help -d 'Show this message and exit.'
+
+# kctl schema show
+complete -c kctl -n '__kctl_at schema show' -l version -s v -x -d 'A version number, or latest.'
+complete -c kctl -n '__kctl_at schema show' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at schema show' -l help -d 'Show this message and exit.'
+
+# kctl schema compat
+complete -c kctl -n '__kctl_at schema compat' -l type -x -d 'AVRO, JSON or PROTOBUF.'
+complete -c kctl -n '__kctl_at schema compat' -l version -s v -x -d 'Check against this version only [default: those the level names].'
+complete -c kctl -n '__kctl_at schema compat' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at schema compat' -l help -d 'Show this message and exit.'
+complete -c kctl -n '__kctl_arg 1 schema compat' -F
+
+# kctl schema config
+complete -c kctl -n '__kctl_at schema config' -l level -x -d 'Set the compatibility level: NONE, BACKWARD, BACKWARD_TRANSITIVE, FORWARD, FORWARD_TRAN...'
+complete -c kctl -n '__kctl_at schema config' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at schema config' -l help -d 'Show this message and exit.'

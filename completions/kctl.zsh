@@ -34,6 +34,7 @@ _kctl() {
                 'logger:A worker'\''s log levels at run time (KIP-495).'
                 'rebalance:Simulate Kafka Connect and consumer group rebalances and explain every round.'
                 'group:Describe the worker group and sink connectors'\'' consumer groups.'
+                'schema:Schemas in the worker'\''s Schema Registry (Confluent'\''s API).'
             )
             _describe -t commands 'kctl command' commands && ret=0 ;;
         argument)
@@ -47,6 +48,7 @@ _kctl() {
                 logger) _kctl_logger && ret=0 ;;
                 rebalance) _kctl_rebalance && ret=0 ;;
                 group) _kctl_group && ret=0 ;;
+                schema) _kctl_schema && ret=0 ;;
             esac ;;
     esac
     return ret
@@ -647,6 +649,89 @@ _kctl_group_describe() {
         '(--output -o)-o+[table, json or yaml]:output: ' \
         '--help[Show this message and exit.]' \
         '1:group: '
+}
+
+# kctl schema
+_kctl_schema() {
+    local curcontext=$curcontext state state_descr line ret=1
+    typeset -A opt_args
+    _arguments -C \
+        '--help[Show this message and exit.]' \
+        '1:command:->command' \
+        '*::argument:->argument' && ret=0
+    case $state in
+        command)
+            local -a commands=(
+                'list:Subjects, with their latest version and schema id.'
+                'versions:A subject'\''s versions.'
+                'show:One version of a subject: its id, type and schema.'
+                'compat:Whether a schema may be registered under a subject (exit 1 when it may not).'
+                'config:Show or set the compatibility level, globally or of one subject.'
+            )
+            _describe -t commands 'kctl schema command' commands && ret=0 ;;
+        argument)
+            curcontext=${curcontext%:*:*}:kctl-schema-$line[1]:
+            case $line[1] in
+                list) _kctl_schema_list && ret=0 ;;
+                versions) _kctl_schema_versions && ret=0 ;;
+                show) _kctl_schema_show && ret=0 ;;
+                compat) _kctl_schema_compat && ret=0 ;;
+                config) _kctl_schema_config && ret=0 ;;
+            esac ;;
+    esac
+    return ret
+}
+
+# kctl schema list
+_kctl_schema_list() {
+    _arguments \
+        '--deleted[Include soft-deleted subjects.]' \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]'
+}
+
+# kctl schema versions
+_kctl_schema_versions() {
+    _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]' \
+        '1:subject: '
+}
+
+# kctl schema show
+_kctl_schema_show() {
+    _arguments \
+        '(--version -v)--version=[A version number, or latest.]:version: ' \
+        '(--version -v)-v+[A version number, or latest.]:version: ' \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]' \
+        '1:subject: '
+}
+
+# kctl schema compat
+_kctl_schema_compat() {
+    _arguments \
+        '--type=[AVRO, JSON or PROTOBUF.]:schema_type: ' \
+        '(--version -v)--version=[Check against this version only \[default\: those the level names\].]:version: ' \
+        '(--version -v)-v+[Check against this version only \[default\: those the level names\].]:version: ' \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]' \
+        '1:subject: ' \
+        '2:file:_files'
+}
+
+# kctl schema config
+_kctl_schema_config() {
+    _arguments \
+        '--level=[Set the compatibility level\: NONE, BACKWARD, BACKWARD_TRANSITIVE, FORWARD, FORWARD_TRAN...]:level: ' \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]' \
+        '1:subject: '
 }
 
 # Autoloaded from $fpath, this file is the body of _kctl; sourced, it registers _kctl.

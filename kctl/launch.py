@@ -144,6 +144,7 @@ class _WorkerProcess(ABC):
 
     def __init__(self, config: WorkerConfig, plugins: Plugins | None = None):
         self.config = config
+        self._registry_store: Any = None
         self.spark = SparkEngine(config.spark_conf())
         self.plugins = plugins or Plugins(config.get_list("plugin.path"))
         for err in self.plugins.load_errors:
@@ -179,12 +180,29 @@ class _WorkerProcess(ABC):
     def offsets(self) -> OffsetBackingStore:
         return self.stores.offsets
 
+    def _start_schema_registry(self) -> Any:
+        """The worker's Schema Registry on its topic (None when schema.registry.enable is
+        false); the herder serves it and decides who may write."""
+        if not self.config.get_bool("schema.registry.enable"):
+            return None
+        from kctl.runtime.registry.store import TopicSchemaRegistry
+
+        store = TopicSchemaRegistry(
+            self.transport, self.config.get_str("schema.registry.topic"),
+            int(self.config.get("schema.registry.topic.replication.factor")),
+            require_writer=self.herder.require_schema_writer)
+        store.start()
+        self.herder.schema_registry = store.registry
+        return store
+
     def start(self) -> None:
         self.spark.preload()
         self.rest.start()
+        self._registry_store = self._start_schema_registry()
         worker = Worker(self.config, worker_id=self.herder.worker_id, transport=self.transport,
                         offset_store=self.stores.offsets, status=self.herder,
-                        plugins=self.plugins, spark=self.spark)
+                        plugins=self.plugins, spark=self.spark,
+                        schema_registry=self.herder.schema_registry)
         self.herder.start(worker)
 
     def stop(self) -> None:
@@ -194,6 +212,8 @@ class _WorkerProcess(ABC):
             try:
                 self.herder.stop()
             finally:
+                if self._registry_store is not None:
+                    self._registry_store.stop()
                 self.spark.stop()
                 self.stores.stop()
                 self.transport.close()

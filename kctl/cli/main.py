@@ -22,6 +22,7 @@ from kctl.cli.group import app as group_app
 from kctl.cli.logger import app as logger_app
 from kctl.cli.offsets import app as offsets_app
 from kctl.cli.plugins import app as plugins_app
+from kctl.cli.schema import app as schema_app
 from kctl.cli.worker import app as worker_app
 from kctl.errors import KctlError, NotFoundError
 from kctl.exit_status import ExitStatus
@@ -63,6 +64,7 @@ try:
 except ImportError:  # pragma: no cover - only while the simulator is absent
     pass
 app.add_typer(group_app, name="group")
+app.add_typer(schema_app, name="schema")
 
 @app.callback()
 def _main(

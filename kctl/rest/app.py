@@ -34,6 +34,7 @@ from kctl.errors import (
 from kctl.rest.internal import FORWARD_CONFLICT, InterWorkerClient, verify
 from kctl.rest.rebalances import ERRORS as REBALANCE_ERRORS
 from kctl.rest.rebalances import rebalance_router
+from kctl.rest.registry import install_schema_registry
 from kctl.runtime.herder import Herder
 from kctl.runtime.loggers import LEVELS, Loggers
 from kctl.runtime.metrics import worker_registry
@@ -270,6 +271,7 @@ def create_app(herder: Herder, loggers: Loggers | None = None,
         return error_response(400, f"Invalid request ({where}): {first['msg']}")
 
     app.include_router(rebalance_router(herder))
+    install_schema_registry(app, herder)
 
     @app.get("/")
     def root() -> dict[str, Any]:

@@ -49,6 +49,7 @@ from kctl.storage.status import StatusBackingStore
 
 if TYPE_CHECKING:
     from kctl.runtime.dlq import ReplayReport
+    from kctl.runtime.registry import SchemaRegistry
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +86,14 @@ class AbstractHerder(Herder, ConnectorListener):
         self.statuses = status_store
         self.offsets = offset_store
         self.worker: Worker | None = None
+        # the worker's Schema Registry (schema.registry.enable), served by REST
+        self.schema_registry: SchemaRegistry | None = None
         self._lock = threading.RLock()
         self._stopped = False
+
+    def require_schema_writer(self) -> None:
+        """Raise unless this worker may write to the Schema Registry (it is the group's
+        leader, or standalone)."""
 
     @property
     def _w(self) -> Worker:

@@ -374,6 +374,9 @@ class DistributedHerder(AbstractHerder):
     def is_leader(self) -> bool:
         return self.member is not None and self.member.is_leader
 
+    def require_schema_writer(self) -> None:
+        self._require_leader()  # the leader assigns schema ids, as it assigns config offsets
+
     def _require_leader(self) -> None:
         if self.is_leader:
             return

@@ -201,9 +201,12 @@ class Worker:
         status: ConnectorListener,
         plugins: Plugins,
         spark: Any,
+        schema_registry: Any = None,
     ):
         self.config = config
         self.worker_id = worker_id
+        # the worker's own Schema Registry, for converters that name no schema.registry.url
+        self.schema_registry = schema_registry
         self.transport = transport
         self.offset_store = offset_store
         self.status = status
@@ -375,12 +378,18 @@ class Worker:
 
     # -- tasks -------------------------------------------------------------------------------
     def _converter(self, config: Mapping[str, str], which: str) -> Converter:
-        from kctl.runtime.converters import load_converter
+        from kctl.runtime.converters import load_converter, resolve_converter
 
         name = config.get(which) or self.config.get_str(which)
         prefix = which + "."
-        configs = {**self.config.with_prefix(prefix),
-                   **{k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)}}
+        configs: dict[str, Any] = {
+            **self.config.with_prefix(prefix),
+            **{k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)}}
+        if self.schema_registry is not None and \
+                getattr(resolve_converter(name), "uses_schema_registry", False):
+            from kctl.runtime.converters.avro import LOCAL_REGISTRY
+
+            configs[LOCAL_REGISTRY] = self.schema_registry
         return load_converter(name, configs, which == KEY_CONVERTER_CLASS_CONFIG)
 
     def _transforms(self, config: Mapping[str, str]) -> Any:

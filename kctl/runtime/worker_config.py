@@ -215,6 +215,19 @@ WORKER_CONFIG = (
     .define("inter.worker.key.ttl.ms", ConfigType.INT, 3600000, Range.at_least(1),
             Importance.LOW, "How long a session key signs internal requests before the "
             "leader rotates it (connect.protocol=sessioned).", group="Distributed")
+    .define("schema.registry.enable", ConfigType.BOOLEAN, True, None, Importance.MEDIUM,
+            "Serve a Confluent-compatible Schema Registry at <listener>/schema-registry, stored "
+            "in schema.registry.topic of the worker's log; converters without "
+            "schema.registry.url use it. In a cluster the leader assigns ids.",
+            group="Schema registry")
+    .define("schema.registry.topic", ConfigType.STRING, "_schemas", None, Importance.LOW,
+            "Compacted topic holding the registry's schemas, configs and modes, with "
+            "Confluent's keys and values (so Confluent's registry could take it over).",
+            group="Schema registry")
+    .define("schema.registry.topic.replication.factor", ConfigType.SHORT, -1,
+            Range.at_least(-1), Importance.LOW,
+            "Replication factor of schema.registry.topic when kctl creates it (-1: the "
+            "broker's default).", group="Schema registry")
 )
 
 

@@ -28,7 +28,7 @@ def cluster_settings(bootstrap: str, group: str, **extra: Any) -> dict[str, Any]
     return {
         "bootstrap.servers": bootstrap, "group.id": group,
         "config.storage.topic": f"{group}-configs", "offset.storage.topic": f"{group}-offsets",
-        "status.storage.topic": f"{group}-status",
+        "status.storage.topic": f"{group}-status", "schema.registry.topic": f"{group}-schemas",
         "config.storage.replication.factor": 1, "offset.storage.replication.factor": 1,
         "status.storage.replication.factor": 1, "offset.storage.partitions": 5,
         "status.storage.partitions": 2, "topic.creation.default.replication.factor": 1,

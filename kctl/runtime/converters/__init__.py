@@ -7,6 +7,7 @@ whole Arrow columns; it imports pyarrow, so nothing here imports it eagerly), `s
 Python path) and `common` (logical values and JSON text shared by them).
 """
 
+from kctl.runtime.converters.avro import REGISTRY_CONFIG_DEF, AvroConverter
 from kctl.runtime.converters.common import (
     bytes_to_decimal,
     date_to_days,
@@ -18,20 +19,25 @@ from kctl.runtime.converters.common import (
     timestamp_to_millis,
 )
 from kctl.runtime.converters.json import JSON_CONFIG_DEF, JsonConverter
+from kctl.runtime.converters.json_schema_registry import JsonSchemaConverter
 from kctl.runtime.converters.loading import CONVERTER_ALIASES, load_converter, resolve_converter
 from kctl.runtime.converters.simple import STRING_CONFIG_DEF, ByteArrayConverter, StringConverter
 
 # Users and other Connect tools see these by class name (plugin listings, DLQ headers,
 # configs): they keep the public path they have always had.
-for _cls in (JsonConverter, StringConverter, ByteArrayConverter):
+for _cls in (JsonConverter, StringConverter, ByteArrayConverter, AvroConverter,
+             JsonSchemaConverter):
     _cls.__module__ = __name__
 
 __all__ = [
     "CONVERTER_ALIASES",
     "JSON_CONFIG_DEF",
+    "REGISTRY_CONFIG_DEF",
     "STRING_CONFIG_DEF",
+    "AvroConverter",
     "ByteArrayConverter",
     "JsonConverter",
+    "JsonSchemaConverter",
     "StringConverter",
     "bytes_to_decimal",
     "date_to_days",

@@ -11,7 +11,9 @@ from typing import Any
 
 from kctl.api.converter import Converter
 from kctl.errors import PluginError
+from kctl.runtime.converters.avro import AvroConverter
 from kctl.runtime.converters.json import JsonConverter
+from kctl.runtime.converters.json_schema_registry import JsonSchemaConverter
 from kctl.runtime.converters.simple import ByteArrayConverter, StringConverter
 
 CONVERTER_ALIASES: dict[str, type[Converter]] = {
@@ -27,6 +29,14 @@ CONVERTER_ALIASES: dict[str, type[Converter]] = {
     "kctl.runtime.converters.JsonConverter": JsonConverter,
     "kctl.runtime.converters.StringConverter": StringConverter,
     "kctl.runtime.converters.ByteArrayConverter": ByteArrayConverter,
+    "avro": AvroConverter,
+    "AvroConverter": AvroConverter,
+    "io.confluent.connect.avro.AvroConverter": AvroConverter,
+    "kctl.runtime.converters.AvroConverter": AvroConverter,
+    "jsonschema": JsonSchemaConverter,
+    "JsonSchemaConverter": JsonSchemaConverter,
+    "io.confluent.connect.json.JsonSchemaConverter": JsonSchemaConverter,
+    "kctl.runtime.converters.JsonSchemaConverter": JsonSchemaConverter,
 }
 
 

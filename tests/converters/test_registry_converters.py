@@ -322,3 +322,28 @@ def test_what_columns_cannot_carry_goes_record_by_record(registry_url):
     assert c.to_arrow("mixed", pa.array([good, b'{"not": "avro"}'], pa.binary())) is None
     truncated = good[:-1]
     assert c.to_arrow("mixed", pa.array([good, truncated], pa.binary())) is None
+
+
+def test_enums_and_fixed_keep_their_symbols_and_sizes_both_ways(registry_url):
+    schema = json.dumps({"type": "record", "name": "Card", "namespace": "deck", "fields": [
+        {"name": "suit", "type": {"type": "enum", "name": "Suit",
+                                  "symbols": ["SPADES", "HEARTS"]}},
+        {"name": "hash", "type": {"type": "fixed", "name": "Md5", "size": 4}}]})
+    data = AvroSerializer(SchemaRegistryClient({"url": registry_url}), schema)(
+        {"suit": "HEARTS", "hash": b"\x01\x02\x03\x04"},
+        SerializationContext("cards", MessageField.VALUE))
+    c = converter(registry_url)
+    got = c.to_connect_data("cards", data)
+    suit = got.schema.field("suit").schema
+    assert suit.type is Type.STRING and suit.parameters["io.confluent.connect.avro.Enum"] == \
+        "deck.Suit"
+    assert got.value.to_dict() == {"suit": "HEARTS", "hash": b"\x01\x02\x03\x04"}
+    again = c.from_connect_data("cards-copy", got.schema, got.value)
+    read = AvroDeserializer(SchemaRegistryClient({"url": registry_url}))(
+        again, SerializationContext("cards-copy", MessageField.VALUE))
+    assert read == {"suit": "HEARTS", "hash": b"\x01\x02\x03\x04"}
+    written = json.loads(SchemaRegistryClient({"url": registry_url})
+                         .get_latest_version("cards-copy-value").schema.schema_str)
+    assert written["fields"][0]["type"]["type"] == "enum"
+    assert written["fields"][0]["type"]["symbols"] == ["SPADES", "HEARTS"]
+    assert written["fields"][1]["type"]["size"] == 4

@@ -75,7 +75,9 @@ REGISTRY_CONFIG_DEF = (
             doc="Write connect.name, connect.version, connect.doc and connect.parameters "
                 "into Avro schemas, so Connect schemas survive the round trip.")
     .define("enhanced.avro.schema.support", ConfigType.BOOLEAN, False, importance=Importance.LOW,
-            doc="Keep Avro enum and fixed details in Connect schema parameters.")
+            doc="Accepted for Confluent's configurations: enums and fixed types always keep "
+                "their names, symbols and sizes in Connect schema parameters "
+                "(io.confluent.connect.avro.Enum, connect.fixed.size).")
 )
 
 

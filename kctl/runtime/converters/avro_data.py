@@ -30,6 +30,8 @@ from kctl.errors import DataError
 NAMESPACE = "io.confluent.connect.avro"
 DEFAULT_NAME = "ConnectDefault"
 DEFAULT_PRECISION = 64
+ENUM = "io.confluent.connect.avro.Enum"  # Confluent's parameters for an enum's name and symbols
+FIXED_SIZE = "connect.fixed.size"
 
 _PRIMITIVE = {
     Type.INT8: "int", Type.INT16: "int", Type.INT32: "int", Type.INT64: "long",
@@ -94,6 +96,28 @@ class AvroData:
             if self.meta:
                 out["connect.name"] = schema.name
             return out
+        params = dict(schema.parameters or {})
+        if t is Type.STRING and ENUM in params:
+            full = params[ENUM]
+            namespace, _, name = full.rpartition(".")
+            if full in defined:
+                return full
+            defined.add(full)
+            symbols = [v for k, v in params.items() if k.startswith(ENUM + ".")]
+            enum: dict[str, Any] = {"type": "enum", "name": name, "symbols": symbols}
+            if namespace:
+                enum["namespace"] = namespace
+            return self._meta(enum, schema)
+        if t is Type.BYTES and FIXED_SIZE in params:
+            full = schema.name or f"{NAMESPACE}.Fixed"
+            namespace, _, name = full.rpartition(".")
+            if full in defined:
+                return full
+            defined.add(full)
+            fixed: dict[str, Any] = {"type": "fixed", "name": name, "size": int(params[FIXED_SIZE])}
+            if namespace:
+                fixed["namespace"] = namespace
+            return self._meta(fixed, schema)
         if t in _PRIMITIVE:
             out = {"type": _PRIMITIVE[t]}
             if t in (Type.INT8, Type.INT16):
@@ -217,11 +241,15 @@ class AvroData:
             return Schema(base, optional=optional, name=name, version=version,
                           parameters=params or None, doc=doc)
         if t == "enum":
-            self._define(avro, named)
-            return Schema(Type.STRING, optional=optional, name=name, version=version, doc=doc)
+            full = self._define(avro, named)
+            params = {**params, ENUM: full,
+                      **{f"{ENUM}.{symbol}": symbol for symbol in avro["symbols"]}}
+            return Schema(Type.STRING, optional=optional, name=name, version=version, doc=doc,
+                          parameters=params)
         if t == "fixed":
-            self._define(avro, named)
-            return Schema(Type.BYTES, optional=optional, name=name, version=version, doc=doc)
+            full = self._define(avro, named)
+            return Schema(Type.BYTES, optional=optional, name=name or full, version=version,
+                          doc=doc, parameters={**params, FIXED_SIZE: str(avro["size"])})
         if t == "array":
             items = avro["items"]
             item_name = items if isinstance(items, str) else items.get("name") \

@@ -204,7 +204,9 @@ def to_connect_value(schema: Schema, value: Any) -> Any:
         return None
     if schema.name == DECIMAL:
         scale = int((schema.parameters or {}).get("scale", 0))
-        return decimal.Decimal(str(value)).quantize(decimal.Decimal(1).scaleb(-scale))
+        exact = decimal.Context(prec=1000)  # the default context rounds at 28 digits
+        return decimal.Decimal(str(value)).quantize(decimal.Decimal(1).scaleb(-scale),
+                                                    context=exact)
     if schema.name == DATE:
         return dt.date(1970, 1, 1) + dt.timedelta(days=int(value))
     if schema.name == TIME:

@@ -301,3 +301,22 @@ def test_kctl_with_a_plaintext_url_to_an_https_worker_says_to_use_https(worker, 
     assert "does the worker listen on https? use an https:// URL" in r.stderr, r.stderr
     assert "wonderland" not in r.stderr + r.stdout
     assert names(worker) == []
+
+
+def test_the_schema_registry_is_served_under_the_same_tls_and_credentials(worker, tls_files):
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    url = f"{worker.rest.url}/schema-registry"
+    schema = Schema('{"type": "record", "name": "r", "fields": [{"name": "a", "type": "int"}]}',
+                    "AVRO")
+    with httpx.Client(verify=ssl.create_default_context(cafile=tls_files.ca), timeout=30) as c:
+        assert c.get(f"{url}/subjects").status_code == 401
+    anonymous = SchemaRegistryClient({"url": url, "ssl.ca.location": str(tls_files.ca)})
+    with pytest.raises(SchemaRegistryError) as refused:
+        anonymous.register_schema("s-value", schema)
+    assert refused.value.http_status_code == 401
+    alice = SchemaRegistryClient({"url": url, "ssl.ca.location": str(tls_files.ca),
+                                  "basic.auth.user.info": "alice:wonderland"})
+    assert alice.register_schema("s-value", schema) == 1
+    assert alice.get_subjects() == ["s-value"]

@@ -121,7 +121,8 @@ class InterWorkerClient:
         # the user's own Authorization travels with the request, not this worker's
         options = {k: v for k, v in self._client_options().items() if k != "auth"}
         async with httpx.AsyncClient(timeout=self.timeout_s, **options) as client:
-            return await client.request(method, base_url.rstrip("/") + path, params=params,
+            return await client.request(method, base_url.rstrip("/") + path,
+                                        params=httpx.QueryParams(list(params)),
                                         headers=kept, content=body)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -83,8 +84,8 @@ def _allowed_methods(request: Request) -> set[str]:
     methods: set[str] = set()
     for route in request.app.state.routes:
         match, _ = route.matches(request.scope)
-        if match is not Match.NONE:
-            methods |= set(getattr(route, "methods", None) or ())
+        if match is not Match.NONE and isinstance(route, APIRoute) and route.methods:
+            methods |= route.methods
     return methods
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from kctl.runtime.loggers import LEVELS
 
@@ -195,7 +195,7 @@ class LoggerLevelChange(BaseModel):
 
     model_config = ConfigDict(json_schema_extra={"required": ["level"]})
 
-    level: str | None = Field(default=None, json_schema_extra={"enum": list(LEVELS)})
+    level: Annotated[str | None, WithJsonSchema({"type": "string", "enum": list(LEVELS)})] = None
 
 
 class ServerInfo(_Model):

@@ -19,9 +19,9 @@ __all__ = [
     "ActiveTopics", "ConfigInfo", "ConfigInfos", "ConfigKeyInfo", "ConfigMap", "ConfigValueInfo",
     "ConnectorInfo", "ConnectorOffset", "ConnectorOffsets", "ConnectorState",
     "ConnectorStatus", "ConnectorTaskId", "CreateConnector", "DlqPurged", "DlqRecord",
-    "DlqRecords", "Error", "ExpandedConnector", "Groups", "Health", "LoggerLevel",
-    "LoggerLevelChange", "Message", "PluginInfo", "ReplayReport", "ServerInfo", "TaskInfo",
-    "TaskState",
+    "DlqRecords", "Error", "ExpandedConnector", "GenerationReplay", "GroupDescription",
+    "Groups", "Health", "LoggerLevel", "LoggerLevelChange", "Message", "PluginInfo",
+    "RebalanceHistory", "ReplayReport", "ServerInfo", "TaskInfo", "TaskState",
 ]
 
 ConnectorType = Literal["source", "sink", "unknown"]
@@ -266,3 +266,50 @@ class DlqPurged(_Model):
 class Groups(_Model):
     worker_group: str
     groups: list[str]
+
+
+class _Document(BaseModel):
+    """A kctl document whose fields grow with kctl: the ones named here are checked, any
+    other is passed through."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class RebalanceHistory(_Document):
+    """GET /rebalances: the document `kctl rebalance explain -o json` writes, one round per
+    generation (each round as `kctl.rebalance.history` builds it)."""
+
+    kind: str
+    protocol: str
+    source: str
+    rounds: list[dict[str, Any]]
+    final: dict[str, Any] = Field(description="Each worker's work after the last round")
+    summary: dict[str, Any]
+
+
+class ReplayDifference(_Document):
+    member: str
+    field: str
+
+
+class GenerationReplay(_Document):
+    """GET /rebalances/{generation}/replay: the leader's recorded inputs run again."""
+
+    generation: int
+    protocol: str
+    leader: str
+    members: list[str]
+    reproduced: bool
+    differences: list[ReplayDifference]
+
+
+class GroupDescription(_Document):
+    """GET /groups/{group}: the worker group (kind `workers`, from the broker and the
+    workers' records) or a sink connector's consumer group (kind `sink`); `sources` names
+    where each field came from."""
+
+    group: str
+    kind: Literal["workers", "sink"]
+    state: str
+    members: list[dict[str, Any]]
+    sources: dict[str, str]

@@ -22,7 +22,7 @@ from kctl.rebalance.history import parse_since
 from kctl.rebalance.timeline import render_html
 from kctl.rest.deps import ClockDep, HerderDep
 from kctl.rest.errors import answers, json_answers
-from kctl.rest.models import Groups
+from kctl.rest.models import GenerationReplay, GroupDescription, Groups, RebalanceHistory
 from kctl.runtime.herder import Herder
 
 __all__ = ["SINCE_PATTERN", "describe_worker_group", "router"]
@@ -45,7 +45,7 @@ def _history(herder: Herder, clock: Callable[[], float], last: int | None, conne
 
 
 @router.get("/rebalances", summary="The cluster's recent rebalances (kctl extension)",
-            response_model=dict[str, Any], responses=answers(400, 404))
+            response_model=RebalanceHistory, responses=answers(400, 404))
 def rebalances(herder: HerderDep, clock: ClockDep, last: int | None = _LAST,
                connector: str | None = None, since: str | None = _SINCE,
                generation: int | None = None) -> Any:
@@ -66,7 +66,7 @@ def timeline(herder: HerderDep, clock: ClockDep, last: int | None = _LAST,
 
 @router.get("/rebalances/{generation}/replay",
             summary="Run a generation's recorded assignor inputs again (kctl extension)",
-            response_model=dict[str, Any], responses=answers(400, 404))
+            response_model=GenerationReplay, responses=answers(400, 404))
 def replay_generation(generation: int, herder: HerderDep) -> Any:
     return herder.replay_generation(generation)
 
@@ -84,6 +84,6 @@ def describe_worker_group(herder: Herder, group: str) -> dict[str, Any]:
 
 
 @router.get("/groups/{group}", summary="One group described (kctl extension)",
-            response_model=dict[str, Any], responses=answers(404))
+            response_model=GroupDescription, responses=answers(404))
 def describe(group: str, herder: HerderDep) -> Any:
     return herder.describe_group(group)

@@ -25,7 +25,7 @@ from kctl.rest.errors import answers, json_answers
 from kctl.rest.models import GenerationReplay, GroupDescription, Groups, RebalanceHistory
 from kctl.runtime.herder import Herder
 
-__all__ = ["SINCE_PATTERN", "describe_worker_group", "router"]
+__all__ = ["describe_worker_group", "router"]
 
 # `since`: a duration back from now (90s, 15m, 2h, 1d) or epoch milliseconds (the CLI turns
 # an ISO-8601 time into these)

@@ -1,8 +1,9 @@
 """The layering of docs/ARCHITECTURE.md is a contract (`.importlinter`), checked here.
 
 The repository keeps it; a copy of the package with one import that crosses a layer
-upward, a connector reaching into the runtime, or the group protocol taking a thread,
-breaks it, and the report names the offending import.
+upward, a connector reaching into the runtime, the group protocol taking a thread, or REST
+reaching past the herder into a store or a Kafka client, breaks it, and the report names
+the offending import.
 """
 
 from __future__ import annotations
@@ -60,6 +61,10 @@ def add_import(root: Path, module: str, line: str) -> None:
          "kctl.group is not allowed to import importlib"),
         ("kctl.states", "import kctl.api",
          "kctl.states is not allowed to import kctl.api"),
+        ("kctl.rest.rebalances", "from kctl.transport.group_admin import describe_group",
+         "kctl.rest is not allowed to import kctl.transport"),
+        ("kctl.rest.app", "from kctl.storage.status import StatusBackingStore",
+         "kctl.rest is not allowed to import kctl.storage"),
     ],
 )
 def test_a_layering_violation_breaks_the_contract(copy: Path, module: str, line: str,

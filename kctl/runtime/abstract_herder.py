@@ -48,7 +48,10 @@ from kctl.storage.offsets import OffsetBackingStore
 from kctl.storage.status import StatusBackingStore
 
 if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
     from kctl.runtime.dlq import ReplayReport
+    from kctl.runtime.groups import Groups
     from kctl.runtime.registry import SchemaRegistry
 
 log = logging.getLogger(__name__)
@@ -90,6 +93,7 @@ class AbstractHerder(Herder, ConnectorListener):
         self.schema_registry: SchemaRegistry | None = None
         self._lock = threading.RLock()
         self._stopped = False
+        self._metrics: CollectorRegistry | None = None
 
     def require_schema_writer(self) -> None:
         """Raise unless this worker may write to the Schema Registry (it is the group's
@@ -474,3 +478,43 @@ class AbstractHerder(Herder, ConnectorListener):
         if self.worker is None or self._stopped:
             return False, "Worker is starting or stopping"
         return True, "Worker has completed startup and is ready to handle requests."
+
+    # -- rebalances and groups (kctl extension) -------------------------------------------------
+    def worker_group(self) -> str:
+        """The group.id this worker's group has (a standalone worker has none)."""
+        return ""
+
+    def group_broker(self) -> tuple[str, Mapping[str, Any]]:
+        """Where to ask about groups (bootstrap servers, none for a standalone worker) and
+        the security settings to ask with."""
+        return "", {}
+
+    def rebalance_history(self, *, last: int | None = None, connector: str | None = None,
+                          since_ms: int | None = None,
+                          generation: int | None = None) -> dict[str, Any]:
+        from kctl.runtime.groups import rebalance_history
+
+        return rebalance_history(self.statuses, last=last, connector=connector,
+                                 since_ms=since_ms, generation=generation)
+
+    def replay_generation(self, generation: int) -> dict[str, Any]:
+        from kctl.runtime.groups import replay_generation
+
+        return replay_generation(self.statuses, generation)
+
+    def groups(self) -> Groups:
+        from kctl.runtime.groups import groups
+
+        return groups(self)
+
+    def describe_group(self, group: str) -> dict[str, Any]:
+        from kctl.runtime.groups import describe_group
+
+        return describe_group(self, group)
+
+    def metrics(self) -> CollectorRegistry:
+        if self._metrics is None:
+            from kctl.runtime.metrics import worker_registry
+
+            self._metrics = worker_registry(lambda: self.worker, self)
+        return self._metrics

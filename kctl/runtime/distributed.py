@@ -52,7 +52,7 @@ from kctl.runtime.abstract_herder import AbstractHerder
 from kctl.runtime.lost_work import LostWork
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.worker import Worker
-from kctl.runtime.worker_config import WorkerConfig
+from kctl.runtime.worker_config import BOOTSTRAP_SERVERS_CONFIG, WorkerConfig
 from kctl.states import ConnectorInfo, ConnectorStatus, State, TargetState, TaskId
 from kctl.storage.configs import (
     ConfigBackingStore,
@@ -770,6 +770,13 @@ class DistributedHerder(AbstractHerder):
         if self._driver is None or self._driver.assignment is None:
             return False, "Worker has not yet joined its group"
         return True, "Worker has completed startup and is ready to handle requests."
+
+    def worker_group(self) -> str:
+        return self.worker_config.get_str("group.id")
+
+    def group_broker(self) -> tuple[str, Mapping[str, Any]]:
+        servers = self.worker_config.get_list(BOOTSTRAP_SERVERS_CONFIG)
+        return ",".join(servers), self.worker_config.kafka_security()
 
     def group_info(self) -> dict[str, Any]:
         """Who leads, which generation, what this worker runs (for status and tests)."""

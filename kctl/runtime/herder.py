@@ -1,7 +1,8 @@
 """The Herder: the one interface REST (and the CLI through REST) uses to manage connectors.
 
 AbstractHerder implements what every herder shares; StandaloneHerder adds the writes for
-one worker; a distributed herder (later) adds them by forwarding writes to the group leader.
+one worker; DistributedHerder adds them for a worker of a group, forwarding writes to the
+group's leader. REST reaches nothing else: not the stores, not the transport.
 """
 
 from __future__ import annotations
@@ -11,14 +12,22 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kctl.states import ConnectorInfo, ConnectorStatus, PluginInfo, TargetState, TaskStatus
+from kctl.storage.configs import SessionKey
 
 if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
     from kctl.runtime.dlq import ReplayReport
-    from kctl.storage.configs import SessionKey
+    from kctl.runtime.groups import Groups
+    from kctl.runtime.registry import SchemaRegistry
+
+__all__ = ["Herder", "SessionKey"]
 
 
 class Herder(ABC):
     worker_id: str
+    # the worker's Schema Registry (schema.registry.enable), which REST serves; None when off
+    schema_registry: SchemaRegistry | None = None
 
     @abstractmethod
     def connectors(self) -> list[str]: ...
@@ -146,3 +155,32 @@ class Herder(ABC):
     @abstractmethod
     def dlq_purge(self, name: str) -> int:
         """Hide every record the DLQ holds now from later reads and replays."""
+
+    # -- the cluster's rebalances and groups (kctl's extension)
+
+    @abstractmethod
+    def rebalance_history(self, *, last: int | None = None, connector: str | None = None,
+                          since_ms: int | None = None,
+                          generation: int | None = None) -> dict[str, Any]:
+        """Every worker's generation records merged, one round per generation, filtered as
+        asked: the document `kctl rebalance explain -o json` writes."""
+
+    @abstractmethod
+    def replay_generation(self, generation: int) -> dict[str, Any]:
+        """The leader's recorded assignor inputs of `generation` run again, and whether the
+        answer is the one recorded."""
+
+    @abstractmethod
+    def groups(self) -> Groups:
+        """The worker group and the sink connectors' consumer groups."""
+
+    @abstractmethod
+    def describe_group(self, group: str) -> dict[str, Any]:
+        """One of `groups()` described, each field's source named; NotFoundError for any
+        other group."""
+
+    # -- what the worker counts
+
+    @abstractmethod
+    def metrics(self) -> CollectorRegistry:
+        """The worker's metrics in Kafka Connect's names, for Prometheus."""

@@ -125,12 +125,12 @@ def test_worker_start_checks_spark_converters_and_plugin_path_before_making_stat
     state = tmp_path / "state"
     cfg = tmp_path / "worker.yaml"
     cfg.write_text(f"state.dir: {state}\nlisteners: http://127.0.0.1:{free_port()}\n"
-                   "spark.master: yarn\nvalue.converter: AvroConverter\n"
+                   "spark.master: yarn\nvalue.converter: ThriftConverter\n"
                    f"plugin.path: [{tmp_path / 'no-plugins'}]\n")
     err = assert_refused_before_any_state(kctl("worker", "start", str(cfg)), state)
     assert err.startswith(f"error: {cfg}: 3 problems:")
     assert "'yarn' for configuration spark.master" in err
-    assert "'AvroConverter' for configuration value.converter" in err
+    assert "'ThriftConverter' for configuration value.converter" in err
     assert f"'{tmp_path / 'no-plugins'}' for configuration plugin.path: no such directory" in err
 
 

@@ -90,7 +90,7 @@ def test_a_plugin_converter_receives_its_configs():
     assert c.from_connect_data("t", None, "abc") == b"ABC"
 
 
-@pytest.mark.parametrize("name", ["avro", "no.such.module.Conv", f"{__name__}.pytest", ""])
+@pytest.mark.parametrize("name", ["thrift", "no.such.module.Conv", f"{__name__}.pytest", ""])
 def test_unknown_converters_name_the_known_ones(name):
     with pytest.raises(PluginError) as e:
         load_converter(name, {}, False)

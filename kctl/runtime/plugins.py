@@ -106,6 +106,14 @@ class Plugins:
         except Exception as e:
             self.load_errors.append(f"{ref}: {e}")
 
+    def register(self, cls: type[Connector], aliases: Iterable[str] = ()) -> ConnectorPlugin:
+        """Add a connector class that was not found by scanning (kctl.testing runs a
+        class the test hands it); returns its plugin."""
+        if not (inspect.isclass(cls) and issubclass(cls, Connector)) or inspect.isabstract(cls):
+            raise PluginError(f"{cls!r} is not a concrete Connector class")
+        self._register(cls, tuple(aliases))
+        return self._by_name[_class_name(cls)]
+
     def _register(self, cls: type[Connector], aliases: Iterable[str]) -> None:
         if not (inspect.isclass(cls) and issubclass(cls, Connector)) or inspect.isabstract(cls):
             return

@@ -201,8 +201,10 @@ class Worker:
         status: ConnectorListener,
         plugins: Plugins,
         spark: Any,
+        clock: Callable[[], float] = time.monotonic,
     ):
         self.config = config
+        self.clock = clock  # the tasks' commit intervals (kctl.testing moves its own)
         self.worker_id = worker_id
         self.transport = transport
         self.offset_store = offset_store
@@ -488,7 +490,7 @@ class Worker:
                 raise ConnectError(f"Task {task_id} is already running on this worker")
             self.startups["task"]["attempts"] += 1
             try:
-                wt = self._build_task(task_id, connector_config, task_config, target)
+                wt = self.build_task(task_id, connector_config, task_config, target)
             except Exception as e:
                 self.startups["task"]["failure"] += 1
                 if isinstance(e, ConfigResolutionError):  # one line says it all
@@ -504,8 +506,10 @@ class Worker:
             self.startups["task"]["success"] += 1
             return True
 
-    def _build_task(self, task_id: TaskId, connector_config: dict[str, str],
-                    task_config: dict[str, str], target: TargetState) -> WorkerTask:
+    def build_task(self, task_id: TaskId, connector_config: dict[str, str],
+                   task_config: dict[str, str], target: TargetState) -> WorkerTask:
+        """The task loop with its converters, transforms, error handling and clients, not
+        started (`start_task` runs it on its thread; kctl.testing turns it itself)."""
         plugin = self.plugins.connector_plugin(connector_config.get(CONNECTOR_CLASS_CONFIG, ""))
         task_class_name = task_config.get("task.class")
         connector = plugin.cls()
@@ -543,7 +547,7 @@ class Worker:
                                 dict(status=self.status, key_converter=key_conv,
                                      value_converter=value_conv, transforms=transforms,
                                      operator=operator, spark=self.spark,
-                                     paused=target is TargetState.PAUSED,
+                                     paused=target is TargetState.PAUSED, clock=self.clock,
                                      commit_interval_ms=self.config.get_int(
                                          "offset.flush.interval.ms")),
                                 has_reporters=bool(reporters))

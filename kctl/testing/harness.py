@@ -220,6 +220,9 @@ class ConnectorHarness:
             except Exception as e:
                 self.statuses.on_task_state(tid, State.FAILED, _trace(e))
                 continue
+            # retry backoffs move the test's clock instead of sleeping
+            wt.operator.clock, wt.operator.sleep = self.clock, self.clock.advance
+            wt.wait_unless_stopping = self._backoff  # type: ignore[method-assign]
             self.tasks[i] = wt
             try:
                 wt.initialize_and_start()
@@ -227,6 +230,10 @@ class ConnectorHarness:
                 self._fail(i, e)
                 continue
             self.statuses.on_task_state(tid, State.RUNNING)
+
+    def _backoff(self, seconds: float) -> bool:
+        self.clock.advance(seconds)
+        return False
 
     def _fail(self, i: int, e: BaseException) -> None:
         """What the task thread does when the task raises: FAILED with the trace, closed."""
@@ -317,9 +324,19 @@ class ConnectorHarness:
         got = condition()
         if got:
             return got
-        raise AssertionError(f"{message} did not happen within {max_turns} turns; tasks: "
-                             + ", ".join(f"{i}={s.value}" for i, (s, _) in
-                                         sorted(self.statuses.tasks.items())))
+        raise AssertionError(f"{message} did not happen within {max_turns} turns; "
+                             + self._describe_tasks())
+
+    def _describe_tasks(self) -> str:
+        return "tasks: " + "; ".join(
+            f"{i} {s.value}" + (f":\n{trace}" if trace else "")
+            for i, (s, trace) in sorted(self.statuses.tasks.items()))
+
+    def _live(self, task: int) -> WorkerTask:
+        wt = self.tasks.get(task)
+        if wt is None:
+            raise AssertionError(f"task {task} is not running; {self._describe_tasks()}")
+        return wt
 
     def commit(self) -> None:
         """Commit every task's offsets now (a source's acknowledged ones, a sink's from
@@ -336,7 +353,7 @@ class ConnectorHarness:
         """Make the next `times` calls of the task's `into` (poll, put, flush, pre_commit,
         commit) raise `error` before reaching the task; a RetriableError is retried by the
         runtime, anything else fails the task."""
-        target = self.tasks[task].task  # type: ignore[attr-defined]
+        target = self._live(task).task  # type: ignore[attr-defined]
         names = ("put", "put_batch") if into == "put" else (into,)
         left = [times]
         for n in names:
@@ -358,7 +375,7 @@ class ConnectorHarness:
 
     def task(self, index: int = 0) -> Any:
         """The connector's task object (SourceTask/SinkTask) the loop runs."""
-        return self.tasks[index].task  # type: ignore[attr-defined]
+        return self._live(index).task  # type: ignore[attr-defined]
 
     @property
     def connector(self) -> Connector:

@@ -650,7 +650,8 @@ class Worker:
         for tid, t in tasks:
             if not t.join(timeout):
                 t.abandon()
-                log.error("Task %s did not stop within %.1fs; abandoning its thread", tid, timeout)
+                log.warning("Task %s did not stop within %.1fs; abandoning its thread", tid,
+                            timeout)
 
     def tasks_of(self, connector: str) -> list[TaskId]:
         return sorted(t for t in self.tasks if t.connector == connector)

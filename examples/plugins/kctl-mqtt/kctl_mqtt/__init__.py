@@ -140,7 +140,7 @@ class MqttSourceTask(SourceTask):
                              clean_session=cfg["mqtt.clean.session.enabled"], manual_ack=True)
         if cfg["mqtt.username"]:
             password = cfg["mqtt.password"]
-            client.username_pw_set(cfg["mqtt.username"], password.value if password else None)
+            client.username_pw_set(cfg["mqtt.username"], password.value() if password else None)
         client.on_connect = self._on_connect
         client.on_message = lambda _c, _u, message: self.messages.put(message)
         self.client = client

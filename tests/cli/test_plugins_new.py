@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import httpx
@@ -110,3 +111,43 @@ def test_a_new_source_runs_on_a_worker_as_its_readme_says(tmp_path):
         assert [t["state"] for t in w.status("weather_station")["tasks"]] == ["RUNNING"] * 2
     finally:
         w.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.broker
+def test_a_new_source_runs_on_a_two_worker_cluster_as_the_guide_says(tmp_path, kafka_broker):
+    """The guide's cluster steps: the package installed for every worker, the workers started
+    with one group, the connector created through one of them; its tasks run on both."""
+    from support.cluster import ClusterWorker, cluster_settings
+
+    assert kctl("plugins", "new", "weather-station", "--dir", str(tmp_path)).returncode == 0
+    env = installed(tmp_path, tmp_path / "weather-station")
+    settings = cluster_settings(kafka_broker.bootstrap, f"weather-{uuid.uuid4().hex[:8]}")
+    workers = [ClusterWorker(tmp_path, f"w{i}", settings) for i in (1, 2)]
+    for w in workers:
+        w.env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], w.env["PYTHONPATH"]])
+    topic = f"weather-{uuid.uuid4().hex[:8]}"
+    (tmp_path / "weather_station.json").write_text(json.dumps({"name": "weather_station", "config": {
+        "connector.class": "WeatherStationSource", "topic": topic, "streams": "a,b",
+        "tasks.max": "2"}}))
+    try:
+        for w in workers:
+            w.start()
+        for w in workers:
+            listed = json.loads(w.kctl("plugins", "list", "-o", "json").stdout)
+            assert "weather_station.WeatherStationSourceConnector" in {p["class"] for p in listed}
+        workers[0].kctl("connector", "create", str(tmp_path / "weather_station.json"))
+
+        def spread() -> bool:
+            tasks = workers[1].status("weather_station")["tasks"]
+            return len(tasks) == 2 and {t["state"] for t in tasks} == {"RUNNING"} and \
+                {t["worker_id"] for t in tasks} == {w.worker_id for w in workers}
+
+        wait_until(spread, timeout=120, message="a task RUNNING on each worker",
+                   on_timeout=lambda: workers[0].log()[-3000:])
+        wait_until(lambda: len(json.loads(workers[0].kctl(
+            "connector", "offsets", "get", "weather_station", "-o", "json").stdout)
+            ["offsets"]) == 2, timeout=60, message="both streams' offsets committed")
+    finally:
+        for w in workers:
+            w.stop()

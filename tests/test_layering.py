@@ -60,6 +60,10 @@ def add_import(root: Path, module: str, line: str) -> None:
          "kctl.group is not allowed to import importlib"),
         ("kctl.states", "import kctl.api",
          "kctl.states is not allowed to import kctl.api"),
+        ("kctl.runtime.worker", "import kctl.testing",
+         "kctl.runtime is not allowed to import kctl.testing"),
+        ("kctl.cli.plugins", "import kctl.testing",
+         "kctl.cli is not allowed to import kctl.testing"),
     ],
 )
 def test_a_layering_violation_breaks_the_contract(copy: Path, module: str, line: str,

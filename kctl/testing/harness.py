@@ -427,8 +427,8 @@ class ConnectorHarness:
     def produce(self, topic: str, values: Sequence[Any], *, keys: Sequence[Any] | None = None,
                 schema: Schema | None = None, key_schema: Schema | None = None,
                 partitions: int = 1) -> None:
-        """Write records a sink will read, encoded with the connector's converters (a None
-        value is a tombstone); bytes pass as they are when the converter takes them."""
+        """Write records a sink will read, encoded with the connector's converters (with
+        `schema`/`key_schema` when they carry one); a None value is a tombstone."""
         kc = self.worker._converter(self.config, KEY_CONVERTER_CLASS_CONFIG)
         vc = self.worker._converter(self.config, VALUE_CONVERTER_CLASS_CONFIG)
         keys = list(keys) if keys is not None else [None] * len(values)

@@ -97,13 +97,17 @@ _kctl_command() {
             opts='--output -o --help'
             vopts='--output -o' ;;
         'kctl plugins')
-            subs='list'
+            subs='list new'
             opts='--help'
             vopts='' ;;
         'kctl plugins list')
             subs=''
-            opts='--output -o --help'
-            vopts='--output -o' ;;
+            opts='--output -o --local --plugin-path --help'
+            vopts='--output -o --plugin-path' ;;
+        'kctl plugins new')
+            subs=''
+            opts='--source --sink --dir --help'
+            vopts='--dir' ;;
         'kctl dlq')
             subs='show replay purge'
             opts='--help'
@@ -249,6 +253,8 @@ _kctl_value() {
             kind=choice words='table json yaml' ;;
         'kctl plugins list --output'|'kctl plugins list -o')
             kind=choice words='table json yaml' ;;
+        'kctl plugins new --dir')
+            kind=file ;;
         'kctl dlq show --output'|'kctl dlq show -o')
             kind=choice words='table json yaml' ;;
         'kctl dlq replay --output'|'kctl dlq replay -o')

@@ -14,7 +14,7 @@ function __kctl_subcommands --description 'Subcommands of the kctl command path 
         case 'connector offsets'
             printf '%s\n' get set reset
         case 'plugins'
-            printf '%s\n' list
+            printf '%s\n' list new
         case 'dlq'
             printf '%s\n' show replay purge
         case 'context'
@@ -67,7 +67,9 @@ function __kctl_value_options --description 'Options of the kctl command path in
         case 'connector offsets reset'
             printf '%s\n' --output -o
         case 'plugins list'
-            printf '%s\n' --output -o
+            printf '%s\n' --output -o --plugin-path
+        case 'plugins new'
+            printf '%s\n' --dir
         case 'dlq show'
             printf '%s\n' --limit --output -o
         case 'dlq replay'
@@ -296,11 +298,20 @@ complete -c kctl -n '__kctl_at connector offsets reset' -l help -d 'Show this me
 
 # kctl plugins
 complete -c kctl -n '__kctl_at plugins' -a list -d 'Connector plugins the worker can run.'
+complete -c kctl -n '__kctl_at plugins' -a new -d 'Write a pip-installable connector project: pyproject with the kctl.connectors entry'
 complete -c kctl -n '__kctl_at plugins' -l help -d 'Show this message and exit.'
 
 # kctl plugins list
 complete -c kctl -n '__kctl_at plugins list' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at plugins list' -l local -d 'The plugins this Python finds (entry points, --plugin-path), without a worker; plugins...'
+complete -c kctl -n '__kctl_at plugins list' -l plugin-path -x -d 'A plugin.path directory (with --local).'
 complete -c kctl -n '__kctl_at plugins list' -l help -d 'Show this message and exit.'
+
+# kctl plugins new
+complete -c kctl -n '__kctl_at plugins new' -l source -d 'A source connector (the default).'
+complete -c kctl -n '__kctl_at plugins new' -l sink -d 'A sink connector.'
+complete -c kctl -n '__kctl_at plugins new' -l dir -r -F -d 'Where the project\'s directory goes.'
+complete -c kctl -n '__kctl_at plugins new' -l help -d 'Show this message and exit.'
 
 # kctl dlq
 complete -c kctl -n '__kctl_at dlq' -a show -d 'Records a connector rejected: when, stage, exception, origin, payload preview.'

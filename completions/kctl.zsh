@@ -339,12 +339,14 @@ _kctl_plugins() {
         command)
             local -a commands=(
                 'list:Connector plugins the worker can run.'
+                'new:Write a pip-installable connector project: pyproject with the kctl.connectors entry'
             )
             _describe -t commands 'kctl plugins command' commands && ret=0 ;;
         argument)
             curcontext=${curcontext%:*:*}:kctl-plugins-$line[1]:
             case $line[1] in
                 list) _kctl_plugins_list && ret=0 ;;
+                new) _kctl_plugins_new && ret=0 ;;
             esac ;;
     esac
     return ret
@@ -355,7 +357,19 @@ _kctl_plugins_list() {
     _arguments \
         '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
         '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--local[The plugins this Python finds (entry points, --plugin-path), without a worker; plugins...]' \
+        '*--plugin-path=[A plugin.path directory (with --local).]:plugin_path: ' \
         '--help[Show this message and exit.]'
+}
+
+# kctl plugins new
+_kctl_plugins_new() {
+    _arguments \
+        '--source[A source connector (the default).]' \
+        '--sink[A sink connector.]' \
+        '--dir=[Where the project'\''s directory goes.]:directory:_files' \
+        '--help[Show this message and exit.]' \
+        '1:name: '
 }
 
 # kctl dlq

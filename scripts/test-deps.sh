@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What the tests need from the system, installed when it is missing: Java for Spark; zsh and
 # fish for the shell-completion tests; Chromium for the timeline page; the PostgreSQL and MariaDB servers and the JDBC drivers
-# (PostgreSQL, SQLite, MariaDB) the JDBC connectors' tests load into Spark. Installs with
+# (PostgreSQL, SQLite, MariaDB) the JDBC connectors' tests load into Spark; the Mosquitto
+# MQTT broker and the Redis server the example plugins (examples/plugins/) are tested with. Installs with
 # apt-get when it runs as root on Debian/Ubuntu; otherwise it stops at once and prints the
 # one command that installs what is missing. Then it starts the database servers on loopback
 # (the test fixtures start throwaway ones from the installed binaries when none answers).
@@ -19,6 +20,8 @@ command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || missing+=(ma
 [ -e /usr/share/java/postgresql.jar ] || missing+=(libpostgresql-jdbc-java)
 [ -e /usr/share/java/sqlite-jdbc.jar ] || missing+=(libxerial-sqlite-jdbc-java)
 [ -e /usr/share/java/mariadb-java-client.jar ] || missing+=(libmariadb-java)
+command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || missing+=(mosquitto)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 # headless Chromium renders the rebalance timeline page in its tests
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 
@@ -39,7 +42,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-# The database servers on loopback; a failure here only costs the fixtures a start.
+# The servers on loopback; a failure here only costs the fixtures a start (the MQTT and
+# Redis tests need theirs running).
 if ! (echo >/dev/tcp/127.0.0.1/5432) 2>/dev/null; then
   service postgresql start >/dev/null 2>&1 || for v in /usr/lib/postgresql/*; do
     pg_ctlcluster --skip-systemctl-redirect "${v##*/}" main start >/dev/null 2>&1 && break
@@ -47,4 +51,13 @@ if ! (echo >/dev/tcp/127.0.0.1/5432) 2>/dev/null; then
 fi
 if ! (echo >/dev/tcp/127.0.0.1/3306) 2>/dev/null; then
   service mariadb start >/dev/null 2>&1 || true
+fi
+if ! (echo >/dev/tcp/127.0.0.1/1883) 2>/dev/null; then
+  { mkdir -p /run/mosquitto && chown mosquitto: /run/mosquitto; } 2>/dev/null || true
+  PATH="$PATH:/usr/sbin" mosquitto -d -c /etc/mosquitto/mosquitto.conf >/dev/null 2>&1 || true
+fi
+if ! (echo >/dev/tcp/127.0.0.1/6379) 2>/dev/null; then
+  mkdir -p /var/lib/redis /var/log/redis 2>/dev/null || true
+  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+    --dir /var/lib/redis --logfile /var/log/redis/ci.log >/dev/null 2>&1 || true
 fi

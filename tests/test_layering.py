@@ -65,6 +65,10 @@ def add_import(root: Path, module: str, line: str) -> None:
          "kctl.rest is not allowed to import kctl.transport"),
         ("kctl.rest.app", "from kctl.storage.status import StatusBackingStore",
          "kctl.rest is not allowed to import kctl.storage"),
+        ("kctl.runtime.worker", "import kctl.testing",
+         "kctl.runtime is not allowed to import kctl.testing"),
+        ("kctl.cli.plugins", "import kctl.testing",
+         "kctl.cli is not allowed to import kctl.testing"),
     ],
 )
 def test_a_layering_violation_breaks_the_contract(copy: Path, module: str, line: str,

@@ -365,8 +365,10 @@ class ConfigDef:
                     cv.visible = key.recommender.visible(key.name, parsed)
                 except Exception as e:  # a broken recommender must not break validation
                     cv.errors.append(f"Recommender failed: {e}")
+                chosen = cv.value if isinstance(cv.value, list) else [cv.value]
                 if (cv.recommended_values and cv.value is not None and not cv.errors
-                        and cv.value not in cv.recommended_values):
+                        and any(v not in cv.recommended_values for v in chosen)):
+                    # (a LIST's items are each one of them, not the list itself)
                     cv.errors.append(
                         f"Invalid value {cv.value} for configuration {key.name}: "
                         f"must be one of {cv.recommended_values}")

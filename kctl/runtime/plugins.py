@@ -42,6 +42,17 @@ FOREIGN_CLASS_NAMES = {
 
 
 @dataclass(frozen=True)
+class BrokenPlugin:
+    """A plugin that could not be loaded: where it was found and why it failed."""
+
+    where: str  # "entry point NAME (distribution D)" or a plugin.path entry
+    error: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.error}"
+
+
+@dataclass(frozen=True)
 class ConnectorPlugin:
     cls: type[Connector]
     aliases: tuple[str, ...]
@@ -89,22 +100,42 @@ class Plugins:
     def __init__(self, plugin_path: Iterable[str] = ()):
         self._by_name: dict[str, ConnectorPlugin] = {}
         self._plugins: list[ConnectorPlugin] = []
+        # a name two plugins claim -> the class names claiming it: it resolves to neither
+        self.ambiguous: dict[str, list[str]] = {}
+        self.broken: list[BrokenPlugin] = []
         self.load_errors: list[str] = []
         for alias, ref in BUILTIN_CONNECTORS.items():
             self._register_ref(ref, (alias, *FOREIGN_CLASS_NAMES.get(alias, ())))
         for ep in importlib.metadata.entry_points(group="kctl.connectors"):
+            dist = getattr(getattr(ep, "dist", None), "name", None)
+            where = f"entry point {ep.name}" + (f" (distribution {dist})" if dist else "")
             try:
-                self._register(ep.load(), (ep.name,))
-            except Exception as e:
-                self.load_errors.append(f"entry point {ep.name}: {e}")
+                loaded = ep.load()
+            except Exception as e:  # a broken plugin never stops the worker
+                self._broken(where, e)
+                continue
+            self._register(loaded, (ep.name,))
         for d in plugin_path:
             self._scan_dir(Path(d))
+
+    def _broken(self, where: str, e: BaseException) -> None:
+        b = BrokenPlugin(where, f"{type(e).__name__}: {e}")
+        self.broken.append(b)
+        self.load_errors.append(str(b))
 
     def _register_ref(self, ref: str, aliases: tuple[str, ...]) -> None:
         try:
             self._register(_load_ref(ref), aliases)  # type: ignore[arg-type]
         except Exception as e:
-            self.load_errors.append(f"{ref}: {e}")
+            self._broken(ref, e)
+
+    def register(self, cls: type[Connector], aliases: Iterable[str] = ()) -> ConnectorPlugin:
+        """Add a connector class that was not found by scanning (kctl.testing runs a
+        class the test hands it); returns its plugin."""
+        if not (inspect.isclass(cls) and issubclass(cls, Connector)) or inspect.isabstract(cls):
+            raise PluginError(f"{cls!r} is not a concrete Connector class")
+        self._register(cls, tuple(aliases))
+        return self._by_name[_class_name(cls)]
 
     def _register(self, cls: type[Connector], aliases: Iterable[str]) -> None:
         if not (inspect.isclass(cls) and issubclass(cls, Connector)) or inspect.isabstract(cls):
@@ -114,7 +145,15 @@ class Plugins:
             return
         self._plugins.append(plugin)
         for name in (plugin.class_name, *plugin.aliases):
-            self._by_name.setdefault(name, plugin)
+            if name in self.ambiguous:
+                self.ambiguous[name].append(plugin.class_name)
+                continue
+            other = self._by_name.setdefault(name, plugin)
+            if other is not plugin:  # two plugins claim one name: it means neither
+                del self._by_name[name]
+                self.ambiguous[name] = [other.class_name, plugin.class_name]
+                self.load_errors.append(f"{name!r} is claimed by both {other.class_name} and "
+                                        f"{plugin.class_name}; name either by its full class name")
 
     def _scan_dir(self, path: Path) -> None:
         """Import each module or package in a plugin.path directory and keep its connectors."""
@@ -131,7 +170,7 @@ class Plugins:
                 try:
                     mod = importlib.import_module(modname)
                 except Exception as e:
-                    self.load_errors.append(f"{entry}: {type(e).__name__}: {e}")
+                    self._broken(f"plugin.path entry {entry}", e)
                     continue
                 for _, obj in inspect.getmembers(mod, inspect.isclass):
                     if obj.__module__ == mod.__name__:
@@ -141,13 +180,19 @@ class Plugins:
         return sorted(self._plugins, key=lambda p: p.class_name)
 
     def known_names(self) -> list[str]:
-        return sorted({p.aliases[0] for p in self._plugins})
+        return sorted({p.aliases[0] if p.aliases[0] in self._by_name else p.class_name
+                       for p in self._plugins})
 
     def connector_plugin(self, name: str) -> ConnectorPlugin:
         """Resolve an alias, simple or full class name, or a dotted path to import."""
         if not name:
             raise PluginError("connector.class is empty; known connectors: "
                               + ", ".join(self.known_names()))
+        claimants = self.ambiguous.get(name)
+        if claimants:
+            raise PluginError(f"connector.class {name} is ambiguous: it is claimed by "
+                              f"{' and '.join(claimants)}; use the full class name of the one "
+                              f"you mean")
         plugin = self._by_name.get(name)
         if plugin is None and "." in name:
             try:

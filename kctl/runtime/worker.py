@@ -202,8 +202,10 @@ class Worker:
         plugins: Plugins,
         spark: Any,
         schema_registry: Any = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
         self.config = config
+        self.clock = clock  # the tasks' commit intervals (kctl.testing moves its own)
         self.worker_id = worker_id
         # the worker's own Schema Registry, for converters that name no schema.registry.url
         self.schema_registry = schema_registry
@@ -497,7 +499,7 @@ class Worker:
                 raise ConnectError(f"Task {task_id} is already running on this worker")
             self.startups["task"]["attempts"] += 1
             try:
-                wt = self._build_task(task_id, connector_config, task_config, target)
+                wt = self.build_task(task_id, connector_config, task_config, target)
             except Exception as e:
                 self.startups["task"]["failure"] += 1
                 if isinstance(e, ConfigResolutionError):  # one line says it all
@@ -513,8 +515,10 @@ class Worker:
             self.startups["task"]["success"] += 1
             return True
 
-    def _build_task(self, task_id: TaskId, connector_config: dict[str, str],
-                    task_config: dict[str, str], target: TargetState) -> WorkerTask:
+    def build_task(self, task_id: TaskId, connector_config: dict[str, str],
+                   task_config: dict[str, str], target: TargetState) -> WorkerTask:
+        """The task loop with its converters, transforms, error handling and clients, not
+        started (`start_task` runs it on its thread; kctl.testing turns it itself)."""
         plugin = self.plugins.connector_plugin(connector_config.get(CONNECTOR_CLASS_CONFIG, ""))
         task_class_name = task_config.get("task.class")
         connector = plugin.cls()
@@ -552,7 +556,7 @@ class Worker:
                                 dict(status=self.status, key_converter=key_conv,
                                      value_converter=value_conv, transforms=transforms,
                                      operator=operator, spark=self.spark,
-                                     paused=target is TargetState.PAUSED,
+                                     paused=target is TargetState.PAUSED, clock=self.clock,
                                      commit_interval_ms=self.config.get_int(
                                          "offset.flush.interval.ms")),
                                 has_reporters=bool(reporters))
@@ -655,7 +659,8 @@ class Worker:
         for tid, t in tasks:
             if not t.join(timeout):
                 t.abandon()
-                log.error("Task %s did not stop within %.1fs; abandoning its thread", tid, timeout)
+                log.warning("Task %s did not stop within %.1fs; abandoning its thread", tid,
+                            timeout)
 
     def tasks_of(self, connector: str) -> list[TaskId]:
         return sorted(t for t in self.tasks if t.connector == connector)

@@ -75,3 +75,18 @@ def test_markdown_table_lists_keys_defaults_and_validators():
     md = connector_def().to_markdown()
     assert "| `batch.max.rows` | int | `1000` | [1,...,...] | medium | Rows per batch |" in md
     assert "`format`" in md and "[json, csv]" in md
+
+
+def test_a_recommended_list_is_checked_item_by_item():
+    class Tables:
+        def valid_values(self, name, parsed):
+            return ["orders", "users"]
+
+        def visible(self, name, parsed):
+            return True
+
+    d = ConfigDef().define("tables", ConfigType.LIST, "", recommender=Tables())
+    [ok] = d.validate({"tables": "users,orders"})
+    assert ok.errors == [] and ok.recommended_values == ["orders", "users"]
+    [bad] = d.validate({"tables": "users,nope"})
+    assert bad.errors and "must be one of" in bad.errors[0]

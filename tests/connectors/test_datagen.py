@@ -10,6 +10,7 @@ import pytest
 
 from kctl.connectors.datagen import DataGenSourceConnector, DataGenSourceTask
 from kctl.errors import ConfigError
+from kctl.testing import ConnectorHarness, assert_delivered
 
 
 class Offsets:
@@ -46,25 +47,56 @@ def drain(task, until: int, timeout: float = 10.0) -> list[dict]:
     return out
 
 
+SEQ = {"topic": "seq", "throughput": "-1", "value.converter": "JsonConverter",
+       "value.converter.schemas.enable": "false"}
+
+
+def sequences(h: ConnectorHarness) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for r in h.written("seq"):
+        value = json.loads(r.value)
+        out.setdefault(value["task"], []).append(value["seqno"])
+    return out
+
+
 def test_each_task_writes_its_own_sequence_and_stops_at_max_messages():
-    connector = DataGenSourceConnector()
-    connector.start({"topic": "seq", "throughput": "-1", "max.messages": "25"})
-    configs = connector.task_configs(3)
-    assert [c["task.id"] for c in configs] == ["0", "1", "2"]
+    with ConnectorHarness(DataGenSourceConnector, {**SEQ, "max.messages": "25"},
+                          tasks_max=3) as h:
+        h.start()
+        assert [c["task.id"] for c in h.task_configs] == ["0", "1", "2"]
+        h.run_until(lambda: sum(map(len, sequences(h).values())) >= 75)
+        assert h.poll(3) == 0  # done: the tasks idle
+        assert sequences(h) == {t: list(range(25)) for t in range(3)}
+        h.commit()
+        assert h.source_offsets()[(("task", 1),)] == {"seqno": 24}
+        record = h.task(1)._record(3, 0)
+        assert record.topic == "seq" and record.source_partition == {"task": 1}
+        assert record.source_offset == {"seqno": 3} and record.key is None
 
-    task = started(configs[1])
-    values = drain(task, 25)
-    assert values == [{"task": 1, "seqno": n} for n in range(25)]
-    assert task.poll() is None  # done: it idles
-    record = task._record(3, 0)
-    assert record.topic == "seq" and record.source_partition == {"task": 1}
-    assert record.source_offset == {"seqno": 3} and record.key is None
+
+def test_a_restarted_task_carries_on_after_its_committed_seqno(tmp_path):
+    with ConnectorHarness(DataGenSourceConnector, {**SEQ, "max.messages": "10"},
+                          state_dir=tmp_path, worker={"exactly.once.source.support": "disabled"}) as h:
+        h.start()
+        h.run_until(lambda: len(h.written("seq")) >= 10)
+        h.commit()
+    # a worker started again on the same state: the task reads its committed offset
+    with ConnectorHarness(DataGenSourceConnector, {**SEQ, "max.messages": "12"},
+                          state_dir=tmp_path) as h:
+        h.start()
+        h.run_until(lambda: len(h.written("seq")) >= 12)
+        assert_delivered(range(12), [json.loads(r.value)["seqno"] for r in h.written("seq")])
 
 
-def test_a_restarted_task_carries_on_after_its_committed_seqno():
-    task = started({"topic": "seq", "throughput": "-1", "max.messages": "10", "task.id": "0"},
-                   stored={0: {"seqno": 6}})
-    assert drain(task, 3) == [{"task": 0, "seqno": n} for n in (7, 8, 9)]
+def test_after_a_crash_the_task_resumes_where_the_log_ends_not_where_offsets_were_committed():
+    with ConnectorHarness(DataGenSourceConnector, {**SEQ, "max.messages": "40"}) as h:
+        h.start()
+        h.run_until(lambda: len(h.written("seq")) >= 10)
+        h.commit()
+        h.run_until(lambda: len(h.written("seq")) >= 40)  # written, offsets not committed
+        h.restart_tasks(crash=True)
+        h.poll(3)
+        assert_delivered(range(40), [json.loads(r.value)["seqno"] for r in h.written("seq")])
 
 
 def test_throughput_bounds_what_one_poll_returns():

@@ -25,6 +25,7 @@ from kctl.api import DataError, OffsetAndMetadata, SchemaBuilder, SinkRecord, St
 from kctl.api.data import INT64_SCHEMA, OPTIONAL_STRING_SCHEMA, timestamp_schema
 from kctl.connectors.file import FileSinkConnector, FileSinkTask
 from kctl.connectors.file.sink import TMP_PREFIX, committed_files
+from kctl.testing import ConnectorHarness
 
 pytestmark = pytest.mark.spark
 
@@ -232,6 +233,24 @@ def test_exactly_once_survives_a_crash_mid_write(engine, tmp_path):
     task.flush({})
     assert ids_in(tmp_path) == list(range(23))
     assert task.pre_commit(current(23)) == current(23)
+
+
+def test_exactly_once_on_the_runtime_a_crash_between_files_repeats_nothing(engine, tmp_path):
+    """The same story through the real sink loop (kctl.testing): the log, the group's
+    offsets, the rewind `open()` asks for, and `pre_commit` deciding what is committed."""
+    config = {"topics": "orders", "path": str(tmp_path), "format": "json", "flush.size": "5",
+              "rotate.interval.ms": "-1", "delivery.guarantee": "exactly_once",
+              "value.converter": "JsonConverter"}
+    with ConnectorHarness(FileSinkConnector, config, spark=engine) as h:
+        h.produce("orders", [order(i) for i in range(25)], schema=SCHEMA)
+        h.start()
+        h.run_until(lambda: len(ids_in(tmp_path)) >= 10)
+        h.restart_tasks(crash=True)  # no commit: the group's offsets are behind the files
+        assert h.sink_offsets("orders") == {}
+        h.run_until(lambda: len(ids_in(tmp_path)) == 25)
+        h.commit()
+        assert ids_in(tmp_path) == list(range(25))
+        assert h.sink_offsets("orders") == {0: 25}
 
 
 def test_close_drops_unwritten_records_for_the_next_owner(engine, tmp_path):

@@ -27,8 +27,13 @@ from kctl.connectors.file import FileSourceConnector, FileSourceTask
 from kctl.connectors.file.source import CONFIG_DEF
 from kctl.connectors.file.tracking import file_id
 from kctl.errors import ValidationError
+from kctl.testing import ConnectorHarness, assert_delivered
 
 pytestmark = pytest.mark.spark
+
+TEXT = {"topic": "lines", "poll.interval.ms": "20", "value.converter": "StringConverter"}
+JSON_VALUES = {"topic": "lines", "poll.interval.ms": "20", "value.converter": "JsonConverter",
+               "value.converter.schemas.enable": "false"}
 
 
 def start_task(engine, store: OffsetStore, **props: str) -> FileSourceTask:
@@ -86,17 +91,18 @@ def test_text_lines_become_string_records_with_line_exact_offsets(engine, tmp_pa
 def test_restart_resumes_exactly_after_the_last_committed_line(engine, tmp_path):
     lines = [f"line {i}" for i in range(50)]
     write(tmp_path / "a.txt", "".join(x + "\n" for x in lines))
-    store = OffsetStore()
-    first = start_task(engine, store, path=str(tmp_path / "*.txt"), format="text",
-                       **{"batch.max.rows": "7"})
-    got = poll(first)
-    assert len(got) == 7
-    store.ack(got[:5])  # only five were acknowledged before the "crash"
-    first.stop()
-
-    second = start_task(engine, store, path=str(tmp_path / "*.txt"), format="text")
-    rest = drain(second, store)
-    assert values(got[:5]) + values(rest) == lines
+    config = {"path": str(tmp_path / "*.txt"), "format": "text", "batch.max.rows": "7", **TEXT}
+    with ConnectorHarness(FileSourceConnector, config, spark=engine,
+                          worker={"exactly.once.source.support": "disabled"}) as h:
+        h.start()
+        h.poll()
+        h.commit()  # the first seven lines' offsets
+        h.poll()  # seven more written, not committed: the crash comes before the commit
+        h.restart_tasks(crash=True)
+        h.run_until(lambda: h.poll() == 0 and len(h.written("lines")) >= 57)
+        d = assert_delivered(lines, [r.value for r in h.written("lines")],
+                             duplicates_allowed=True)
+        assert d.duplicated == dict.fromkeys(lines[7:14], 1)  # exactly the uncommitted ones
 
 
 def test_only_complete_lines_are_read_and_appends_are_picked_up(engine, tmp_path):
@@ -236,42 +242,33 @@ def test_json_fields_that_appear_later_widen_the_inferred_schema(engine, tmp_pat
 
 def test_a_malformed_json_line_fails_the_task_naming_file_and_line(engine, tmp_path):
     f = write(tmp_path / "bad.json", '{"id": 1}\n{"id": 2}\n{"id": oops\n{"id": 4}\n')
-    store = OffsetStore()
-    task = start_task(engine, store, path=str(tmp_path), format="json", schema="id INT")
-    good = poll(task)
-    assert values(good) == [{"id": 1}, {"id": 2}]  # what precedes the bad line still flows
-    store.ack(good)
-    with pytest.raises(DataError) as e:
-        poll(task)
-    assert str(f) in str(e.value) and "line 3" in str(e.value)
-    bad = e.value.malformed[0]
-    assert (bad.filename, bad.line, bad.text) == (str(f), 3, '{"id": oops')
-    # the committed offset stops just before the bad line: a restart meets it again
-    assert store.offset({"file": file_id(os.stat(f))})["line"] == 2
+    config = {"path": str(tmp_path), "format": "json", "schema": "id INT", **JSON_VALUES}
+    with ConnectorHarness(FileSourceConnector, config, spark=engine) as h:
+        h.start()
+        h.run_until(lambda: h.task_state().value == "FAILED")
+        assert str(f) in h.task_trace() and "line 3" in h.task_trace()
+        # what precedes the bad line still flows, and its offsets were committed: a restart
+        # meets the bad line again, and nothing after it was skipped
+        assert [r.value for r in h.written("lines")] == [{"id": 1}, {"id": 2}]
+        assert h.source_offsets()[partition_key({"file": file_id(os.stat(f))})]["line"] == 2
 
 
-def test_with_an_errant_reporter_bad_lines_are_reported_in_file_order(engine, tmp_path):
+def test_with_errors_tolerated_bad_lines_go_to_the_dlq_in_file_order(engine, tmp_path):
     f = write(tmp_path / "bad.json",
               '{"id": 1}\n{"id": oops\n{"id": 3}\nnope\n{"id": 5}\n')
-    props = {"topic": "lines", "poll.interval.ms": "20", "path": str(f), "format": "json",
-             "schema": "id INT"}
-    reporter = Reporter()
-    task = FileSourceTask()
-    task.initialize(ReportingContext(engine, OffsetStore(), props, reporter))
-    task.start(props)
-    seen: list = []  # what the runtime sees, in order
-    while True:
-        before = len(reporter.reports)
-        batch = poll(task)
-        seen.extend(("bad", r.value, r.source_offset["line"]) for r, _ in reporter.reports[before:])
-        seen.extend(("ok", v, r.source_offset["line"]) for r, v in zip(batch, values(batch), strict=True))
-        if not batch and len(reporter.reports) == before:
-            break
-    assert seen == [("ok", {"id": 1}, 1), ("bad", '{"id": oops', 2), ("ok", {"id": 3}, 3),
-                    ("bad", "nope", 4), ("ok", {"id": 5}, 5)]
-    record, error = reporter.reports[0]
-    assert isinstance(error, DataError) and f"line 2 in {f}" in str(error)
-    assert record.source_partition == {"file": file_id(os.stat(f))} and record.topic == "lines"
+    config = {"path": str(f), "format": "json", "schema": "id INT", **JSON_VALUES,
+              "errors.tolerance": "all", "errors.deadletterqueue.topic.name": "lines-dlq",
+              "errors.deadletterqueue.context.headers.enable": "true"}
+    with ConnectorHarness(FileSourceConnector, config, spark=engine) as h:
+        h.start()
+        h.run_until(lambda: len(h.written("lines")) == 3 and len(h.raw("lines-dlq")) == 2)
+        assert [r.value for r in h.written("lines")] == [{"id": 1}, {"id": 3}, {"id": 5}]
+        dead = h.dead_letters()
+        assert [d["value"] for d in dead] == ['{"id": oops', "nope"]
+        assert all(d["stage"] == "TASK_POLL" for d in dead)
+        assert f"line 2 in {f}" in dead[0]["message"]
+        h.commit()  # the offset passed the bad lines once they were dead-lettered
+        assert h.source_offsets()[partition_key({"file": file_id(os.stat(f))})]["line"] == 5
 
 
 def test_json_read_straight_from_the_file_equals_parsing_each_line(engine, tmp_path,
@@ -417,24 +414,15 @@ def test_parquet_files_are_read_whole_and_resume_by_row(engine, tmp_path):
 def test_files_are_split_over_tasks_and_new_files_go_to_exactly_one(engine, tmp_path):
     for n in range(6):
         write(tmp_path / f"f{n}.txt", f"{n}\n")
-    conn = FileSourceConnector()
-    conn.initialize(ConnectorContext(engine))
-    props = {"path": str(tmp_path), "format": "text", "topic": "t", "poll.interval.ms": "20"}
-    conn.start(props)
-    configs = conn.task_configs(3)
-    assert len(configs) == 3
-    tasks = []
-    for cfg in configs:
-        t = FileSourceTask()
-        t.initialize(SourceContext(engine, OffsetStore(), cfg))
-        t.start(cfg)
-        tasks.append(t)
-    per_task = [values(drain(t)) for t in tasks]
-    assert sorted(v for vs in per_task for v in vs) == [str(n) for n in range(6)]
-    write(tmp_path / "late.txt", "late\n")
-    later = [values(drain(t)) for t in tasks]
-    assert sorted(len(v) for v in later) == [0, 0, 1]
-    conn.stop()
+    config = {"path": str(tmp_path), "format": "text", **TEXT, "topic": "t"}
+    with ConnectorHarness(FileSourceConnector, config, spark=engine, tasks_max=3) as h:
+        h.start()
+        assert len(h.task_configs) == 3
+        h.run_until(lambda: len(h.written("t")) == 6)
+        write(tmp_path / "late.txt", "late\n")
+        h.run_until(lambda: len(h.written("t")) == 7)
+        h.poll(3)
+        assert_delivered([*map(str, range(6)), "late"], [r.value for r in h.written("t")])
 
 
 def test_fewer_files_than_tasks_asks_for_reconfiguration_when_files_appear(engine, tmp_path):

@@ -73,8 +73,11 @@ class WorkerSinkTask(WorkerTask):
         commit_interval_ms: int = 10000,
         max_poll_records: int = 10000,
         has_reporters: bool = False,
+        clock: Callable[[], float] = time.monotonic,
     ):
-        super().__init__(task_id, status, paused=paused, commit_interval_ms=commit_interval_ms)
+        super().__init__(task_id, status, paused=paused, commit_interval_ms=commit_interval_ms,
+                         clock=clock)
+        self._next: tuple[float, float, float] | None = None  # commit, topic scan, lag check
         self.task = task
         self.props = props
         self.consumer = consumer
@@ -167,39 +170,53 @@ class WorkerSinkTask(WorkerTask):
             self.consumer.seek(tp, offset)
 
     def execute(self) -> None:
-        next_commit = self.clock() + self.commit_interval
-        next_topic_scan = self.clock() + 5
-        next_lag_check = self.clock() + LAG_CHECK_INTERVAL_S
         while self.wait_if_paused():
-            if self._columnar():
-                polled = self.consumer.poll_columns(self.max_poll_records, 0.2)
-                self._apply_rewinds()
-                if polled:
-                    self.counters.batch(sum(map(len, polled)))
-                    self._deliver_columns(polled)
-                else:
-                    self._put_nothing()
-                self.idle_release.tick(len(polled))
-            else:
-                batch = self.consumer.poll_batch(self.max_poll_records, 0.2)
-                self._apply_rewinds()
-                if batch:
-                    self.counters.batch(len(batch))
-                    self._deliver(batch)
-                else:
-                    self._put_nothing()
-                self.idle_release.tick(len(batch))
+            self.step()
+
+    def step(self) -> int:
+        """One turn of the loop: poll, put, and commit once the interval has passed (or
+        the task asked); kctl.testing turns it from the test's thread. Returns the records
+        read."""
+        if self._next is None:
             now = self.clock()
-            if now >= next_commit or self.commit_requested:
-                self.commit_requested = False
-                self._commit(None)
-                next_commit = self.clock() + self.commit_interval
-            if now >= next_lag_check:
-                self._measure_lag()
-                next_lag_check = now + LAG_CHECK_INTERVAL_S
-            if self.topics_regex is not None and now >= next_topic_scan:
-                self._subscribe()
-                next_topic_scan = now + 5
+            self._next = (now + self.commit_interval, now + 5, now + LAG_CHECK_INTERVAL_S)
+        next_commit, next_topic_scan, next_lag_check = self._next
+        if self._columnar():
+            polled = self.consumer.poll_columns(self.max_poll_records, 0.2)
+            self._apply_rewinds()
+            read = sum(map(len, polled))
+            if polled:
+                self.counters.batch(read)
+                self._deliver_columns(polled)
+            else:
+                self._put_nothing()
+        else:
+            batch = self.consumer.poll_batch(self.max_poll_records, 0.2)
+            self._apply_rewinds()
+            read = len(batch)
+            if batch:
+                self.counters.batch(read)
+                self._deliver(batch)
+            else:
+                self._put_nothing()
+        self.idle_release.tick(read)
+        now = self.clock()
+        if now >= next_commit or self.commit_requested:
+            self.commit_requested = False
+            self._commit(None)
+            next_commit = self.clock() + self.commit_interval
+        if now >= next_lag_check:
+            self._measure_lag()
+            next_lag_check = now + LAG_CHECK_INTERVAL_S
+        if self.topics_regex is not None and now >= next_topic_scan:
+            self._subscribe()
+            next_topic_scan = now + 5
+        self._next = (next_commit, next_topic_scan, next_lag_check)
+        return read
+
+    def commit_offsets(self) -> None:
+        """Commit now what `pre_commit` says is safe (the periodic commit, on demand)."""
+        self._commit(None)
 
     def _put_nothing(self) -> None:
         """An empty poll is an empty put, as Kafka Connect does: a sink that writes on time

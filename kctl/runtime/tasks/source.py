@@ -78,8 +78,11 @@ class WorkerSourceTask(WorkerTask):
         exactly_once: bool = False,
         log_reader: Callable[[], Consumer] | None = None,
         stored_offsets: Callable[[], list[tuple[dict, dict | None]]] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
-        super().__init__(task_id, status, paused=paused, commit_interval_ms=commit_interval_ms)
+        super().__init__(task_id, status, paused=paused, commit_interval_ms=commit_interval_ms,
+                         clock=clock)
+        self._next_commit: float | None = None
         self.task = task
         self.props = props
         self.producer = producer
@@ -122,26 +125,32 @@ class WorkerSourceTask(WorkerTask):
         self.task.start(self.props)
 
     def execute(self) -> None:
-        next_commit = self.clock() + self.commit_interval
-        task_class = _class_name(self.task)
         while self.wait_if_paused():
-            # A failing poll() is never skipped: that would lose whatever it had read.
-            # Retriable errors are retried; bad input goes through the errant reporter.
-            records = self.operator.execute(self.task.poll, Stage.TASK_POLL, task_class,
-                                            tolerate=False)
-            moved = 0
-            if records and records is not FAILED:
-                moved = sum(len(r) if type(r) is SourceBatch else 1 for r in records)
-                self.counters.batch(moved)
-                self._send(records)
-            self.idle_release.tick(moved)
-            self.producer.poll(0)
-            if self._produce_error is not None:
-                raise ConnectError(f"Failed to produce records: {self._produce_error}") \
-                    from self._produce_error
-            if self.clock() >= next_commit:
-                self.commit_offsets(wait=False)
-                next_commit = self.clock() + self.commit_interval
+            self.step()
+
+    def step(self) -> int:
+        """One turn of the loop: poll, send, and commit once the interval has passed
+        (kctl.testing turns it from the test's thread); returns the records polled."""
+        if self._next_commit is None:
+            self._next_commit = self.clock() + self.commit_interval
+        # A failing poll() is never skipped: that would lose whatever it had read.
+        # Retriable errors are retried; bad input goes through the errant reporter.
+        records = self.operator.execute(self.task.poll, Stage.TASK_POLL, _class_name(self.task),
+                                        tolerate=False)
+        moved = 0
+        if records and records is not FAILED:
+            moved = sum(len(r) if type(r) is SourceBatch else 1 for r in records)
+            self.counters.batch(moved)
+            self._send(records)
+        self.idle_release.tick(moved)
+        self.producer.poll(0)
+        if self._produce_error is not None:
+            raise ConnectError(f"Failed to produce records: {self._produce_error}") \
+                from self._produce_error
+        if self.clock() >= self._next_commit:
+            self.commit_offsets(wait=False)
+            self._next_commit = self.clock() + self.commit_interval
+        return moved
 
     def _send(self, items: Sequence[SourceRecord | SourceBatch]) -> None:
         records: list[SourceRecord] = []

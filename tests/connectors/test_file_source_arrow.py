@@ -81,7 +81,7 @@ def test_plain_lines_are_read_by_arrow_and_equal_sparks(engine):
                          "tags": ["a", str(i)], "at": {"x": i, "y": -i / 7}})
              for i in range(500)]
     out, task = both(engine, lines, **{"batch.max.rows": "100"})
-    assert task.by_arrow == 5  # the first batch too: Spark only inferred the schema
+    assert task.by_arrow == 5  # the first batch too: its lines only inferred the schema
     assert len(out) == 500 and all(kind == "ok" for kind, _, _ in out)
 
 

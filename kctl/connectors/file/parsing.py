@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import csv
+import dataclasses
 import json
 import logging
 import os
@@ -121,7 +122,8 @@ class SparkParsing:
     _schema_type: StructType | None  # the evolving schema, fields only ever null included
     _schema_given: bool
     _csv_header_line: str | None
-    _connect_schemas: dict[pa.Schema, Schema]
+    _connect_schemas: dict[Any, Schema]
+    _versions: dict[StructType, int]  # by the schema records carry
     _arrow_schemas: dict[StructType, tuple[pa.Schema, pa.Schema] | None]
     _ddls: dict[StructType, str]
     _bad_file: Callable[[FileState, str, BaseException], None]  # FileTracking's
@@ -267,10 +269,7 @@ class SparkParsing:
             keep = np.ones(len(result), dtype=bool)
             keep[sorted(bad_rows)] = False
             good = good.filter(pa.array(keep))
-        schema = self._connect_schemas.get(good.schema)
-        if schema is None:
-            schema = arrow_schema_to_connect(good.schema)
-            self._connect_schemas[good.schema] = schema
+        schema = self._connect_schema(good.schema, state)
         values = good.to_struct_array().combine_chunks()
         out: list[SourceBatch | MalformedLine] = []
         bad = iter(sorted(bad_rows))
@@ -291,6 +290,17 @@ class SparkParsing:
                 start = stop + 1
             row += len(c)
         return out
+
+    def _connect_schema(self, arrow: pa.Schema, state: StructType) -> Schema:
+        """The records' schema, its version counting the schemas this task has emitted
+        (1 the first; each evolution the next)."""
+        emitted = evolution.emitted(state)
+        version = self._versions.setdefault(emitted, len(self._versions) + 1)
+        schema = self._connect_schemas.get((arrow, version))
+        if schema is None:
+            schema = dataclasses.replace(arrow_schema_to_connect(arrow), version=version)
+            self._connect_schemas[(arrow, version)] = schema
+        return schema
 
     def _parse_with(self, spark: SparkSession, texts: pa.Array, state: StructType,
                     names: tuple[str, ...] | None = None) -> pa.Table:

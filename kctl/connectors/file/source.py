@@ -220,10 +220,11 @@ class FileSourceTask(FileTracking, LineReading, SparkParsing, SourceTask):
         self._schema_ddl: str | None = None
         self._schema_given = False
         self._csv_header_line: str | None = None
-        self._connect_schemas: dict[pa.Schema, Schema] = {}
+        self._connect_schemas: dict[Any, Schema] = {}
         self._schema_type: Any = None
         self._arrow_schemas: dict[Any, tuple[pa.Schema, pa.Schema] | None] = {}
         self._ddls: dict[Any, str] = {}
+        self._versions: dict[Any, int] = {}
         self._items: collections.deque[SourceBatch | MalformedLine] = collections.deque()
         self._parquet: dict[str, pa.Table] = {}
         self._pool: ThreadPoolExecutor | None = None

@@ -225,9 +225,10 @@ def evolve(schema: StructType | None, types: Iterable[tuple[int, DataType | Any]
     current = schema if schema is not None else StructType([])
     versions: list[tuple[int, StructType]] = [(0, current)]
     conflicts: dict[int, Conflict] = {}
-    seen: set[DataType] = set()  # line types already known to fit the current schema
+    # line types already known to fit the schema, by identity (held, so ids stay theirs)
+    seen: dict[int, DataType] = {}
     for i, t in types:
-        if t in seen:
+        if id(t) in seen:
             continue
         if not isinstance(t, StructType):
             conflicts[i] = Conflict("", "struct", type_name(t))
@@ -241,24 +242,44 @@ def evolve(schema: StructType | None, types: Iterable[tuple[int, DataType | Any]
             current = new  # type: ignore[assignment]
             versions.append((i, current))
             seen.clear()
-        seen.add(t)
+        seen[id(t)] = t
     return Evolution(tuple(versions), conflicts)
+
+
+def _shape(value: Any) -> Any:
+    """A cheap hashable stand-in for a value's type: lines of one shape share one type."""
+    if isinstance(value, dict):
+        return tuple((k, _shape(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return [_shape(v) for v in value].__repr__() if len(value) > 1 else \
+            ("[", _shape(value[0]) if value else None)
+    if isinstance(value, int) and not isinstance(value, bool) and \
+            not -(2**63) <= value < 2**63:
+        return ("big", len(str(abs(value))))
+    return type(value)
 
 
 def json_line_types(texts: Sequence[str | None], schema: DataType | None = None
                     ) -> Iterable[tuple[int, DataType]]:
     """Each valid json line's type (lines json cannot read are left to Spark, which says
-    whether they are malformed). A double's NaN written as a string stays a double."""
+    whether they are malformed); lines of one shape give the same type object. A double's
+    NaN written as a string stays a double."""
+    types: dict[Any, DataType] = {}
+    loads = json.loads
     for i, text in enumerate(texts):
         if text is None:
             continue
         try:
-            value = json.loads(text)
+            value = loads(text)
         except ValueError:
             continue
         if isinstance(schema, StructType) and isinstance(value, dict):
             value = _doubles_kept(schema, value)
-        yield i, json_type(value)
+        shape = _shape(value)
+        t = types.get(shape)
+        if t is None:
+            t = types[shape] = json_type(value)
+        yield i, t
 
 
 def _doubles_kept(schema: StructType, value: dict[str, Any]) -> dict[str, Any]:
@@ -280,16 +301,20 @@ def csv_line_types(texts: Sequence[str | None], names: Sequence[str], delimiter:
     dates, times or booleans is left for Spark to read (it knows their formats)."""
     kept = {f.name for f in (schema.fields if schema is not None else ())
             if isinstance(f.dataType, DateType | TimestampType | TimestampNTZType)}
+    types: dict[tuple[DataType, ...], StructType] = {}
     for i, text in enumerate(texts):
         if text is None:
             continue
         values = next(csv.reader([text], delimiter=delimiter), [])
-        fields = []
+        kinds = []
         for n, v in zip(names, values, strict=False):
             t = csv_type(v)
-            fields.append(StructField(n, NullType() if n in kept and isinstance(
-                t, StringType) else t, True))
-        yield i, StructType(fields)
+            kinds.append(NullType() if n in kept and isinstance(t, StringType) else t)
+        key = tuple(kinds)
+        if key not in types:
+            types[key] = StructType([StructField(n, t, True)
+                                     for n, t in zip(names, kinds, strict=False)])
+        yield i, types[key]
 
 
 def emitted(t: DataType) -> DataType:

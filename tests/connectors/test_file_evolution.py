@@ -268,3 +268,20 @@ def test_a_skipped_symlink_is_warned_once_per_file(tmp_path, caplog):
                     if "Skipping" in r.getMessage())
     assert warned == sorted([f"Skipping {inside / 'link.log'}"] * 2 +
                             [f"Skipping {inside / 'link2.log'}"] * 2)  # the connector's, the task's
+
+
+@pytest_spark
+def test_a_field_only_ever_null_joins_the_schema_with_its_first_value(engine, tmp_path):
+    """Spark would have inferred such a field as a string, and a later number would have
+    conflicted with it; here it is left out until it carries a value."""
+    f = tmp_path / "n.json"
+    f.write_text('{"a": null}\n{"a": null, "b": {"c": null}}\n')
+    task = start_task(engine, f)
+    records = drain(task)
+    with open(f, "a") as fh:
+        fh.write('{"a": 3, "b": {"c": [1]}}\n')
+    records += drain(task)
+    assert [_without_nulls(r.value.to_dict()) for r in records] == \
+        [{}, {"b": {}}, {"a": 3, "b": {"c": [1]}}]
+    assert records[0].value_schema.field("a") is None  # only ever null so far
+    assert records[2].value_schema.field("a").schema.type is Type.INT64

@@ -316,7 +316,7 @@ class SparkParsing:
                 return read
         spool = self._spool(spark, lines)
         opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
-        full = f"{ddl}, {CORRUPT} STRING"
+        full = f"{ddl}, {CORRUPT} STRING" if ddl else f"{CORRUPT} STRING"
         try:
             if self.format == "json" and spool is not None and \
                     pc.all(pc.starts_with(texts, "{")).as_py():
@@ -437,12 +437,15 @@ class SparkParsing:
             if len(sample) >= _INFER_SAMPLE:
                 break
         if self.format == "json":
-            kept = _without_conflicts(sample)
-            evo = evolution.evolve(None, evolution.json_line_types(kept))
-            state = evo.last
+            types = list(evolution.json_line_types(_without_conflicts(sample)))
+            state = evolution.evolve(None, types).last
+            # lines whose fields were all null so far carry an empty struct until a value
+            # comes; no object at all (the first lines malformed) is nothing to infer from
+            objects = any(isinstance(t, StructType) for _, t in types)
         else:
             state = StructType(self._infer_fields(spark, sample, [c.state for c in chunks]))
-        if not evolution.emitted(state).fields:
+            objects = bool(state.fields)
+        if not objects:
             bad = self._malformed(chunks[0], 0)
             raise DataError(f"Cannot infer a schema: {bad.describe()}")
         log.info("Inferred schema for %s: %s", self.path, self._ddl(spark, state))

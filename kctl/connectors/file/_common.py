@@ -34,6 +34,12 @@ class SingleChar:
         return "single character"
 
 
+# schema.conflict (FileSource): what a value that cannot widen its field's type does
+CONFLICT_ERROR = "error"
+CONFLICT_STRING = "string"
+CONFLICT_MODES = (CONFLICT_ERROR, CONFLICT_STRING)
+
+
 def decode_delimiter(value: str) -> str:
     return {"\\t": "\t", "tab": "\t", "\\|": "|"}.get(value, value)
 

@@ -2,7 +2,9 @@
 Spark's types, each line's own type, and the conflicts that cannot widen.
 
 Pure functions of values (pyspark's type objects need no JVM), so the lattice is checked
-by hypothesis without a session (tests/connectors/test_file_evolution.py). A schema only
+by hypothesis without a session (tests/connectors/test_file_evolution.py). It imports
+pyspark: parsing.py imports it once the task has its session (a first import of pyspark
+next to a session being built once deadlocked). A schema only
 ever grows: every line's type is joined into it, so a field keeps the values it had and a
 stream has at most as many schema versions as the lattice is high.
 """
@@ -37,9 +39,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-ERROR = "error"
-STRING = "string"
-CONFLICT_MODES = (ERROR, STRING)
+from kctl.connectors.file._common import CONFLICT_ERROR, CONFLICT_STRING
+
+ERROR, STRING = CONFLICT_ERROR, CONFLICT_STRING
 
 MAX_PRECISION = 38  # Spark's decimals
 _INTEGRAL = {ByteType: 3, ShortType: 5, IntegerType: 10, LongType: 20}  # digits as a decimal

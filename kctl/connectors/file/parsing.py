@@ -21,19 +21,29 @@ import pyarrow.compute as pc
 
 from kctl.api import DataError, Schema, SourceBatch, SourceTaskContext
 from kctl.api.arrow import arrow_schema_to_connect
-from kctl.connectors.file import evolution
 from kctl.connectors.file._common import reads_local_files
-from kctl.connectors.file.evolution import Conflict, Evolution
 from kctl.connectors.file.reading import Chunk, MalformedLine
 from kctl.connectors.file.tracking import FileState
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
+
+    from kctl.connectors.file.evolution import Conflict, Evolution
 
 log = logging.getLogger("kctl.connectors.file.source")  # the logger the task always had
 
 CORRUPT = "_corrupt_record"
+
+
+def _evolution() -> ModuleType:
+    """evolution.py, which imports pyspark: imported once the task has its session."""
+    from kctl.connectors.file import evolution
+
+    return evolution
+
 _INFER_SAMPLE = 1000
 
 
@@ -76,7 +86,7 @@ def _without_conflicts(sample: list[str]) -> list[str]:
             obj = json.loads(text)
         except ValueError:
             obj = None
-        kinds = {k: evolution.json_kind(v) for k, v in obj.items() if v is not None} \
+        kinds = {k: _evolution().json_kind(v) for k, v in obj.items() if v is not None} \
             if isinstance(obj, dict) else {}
         for k, kind in kinds.items():
             votes[k][kind] += 1
@@ -101,7 +111,7 @@ def _arrow_schemas(spark: SparkSession, state: StructType
     from pyspark.sql.types import StructType as Struct
 
     zone = spark.conf.get("spark.sql.session.timeZone", "UTC")
-    target = to_arrow_schema(Struct([*evolution.emitted(state).fields,
+    target = to_arrow_schema(Struct([*_evolution().emitted(state).fields,
                                      StructField(CORRUPT, StringType(), True)]), timezone=zone)
     if not all(_read_alike(f.type) for f in target):
         return None
@@ -197,10 +207,10 @@ class SparkParsing:
         return self._schema_type
 
     def _ddl(self, spark: SparkSession, state: StructType) -> str:
-        """Spark's DDL of the schema records carry (see evolution.emitted)."""
+        """Spark's DDL of the schema records carry (see _evolution().emitted)."""
         ddl = self._ddls.get(state)
         if ddl is None:
-            ddl = self._ddls[state] = evolution.emitted(state).toDDL()
+            ddl = self._ddls[state] = _evolution().emitted(state).toDDL()
         return ddl
 
     def _parse_group(self, chunks: list[Chunk], names: tuple[str, ...] | None = None
@@ -216,7 +226,7 @@ class SparkParsing:
             table = self._read_by_arrow(spark, texts, _joined_lines(texts), state)
             if table is not None:  # every line fits: the fast way, no Python per line
                 return self._rows(chunks, table, state, {})
-            evo = evolution.evolve(state, evolution.json_line_types(texts.to_pylist(), state),
+            evo = _evolution().evolve(state, _evolution().json_line_types(texts.to_pylist(), state),
                                    self.conflict)
         else:
             first = self._parse_with(spark, texts, state, names)
@@ -224,7 +234,7 @@ class SparkParsing:
             if corrupt.null_count == len(corrupt):
                 return self._rows(chunks, first, state, {})
             bad = set(pc.indices_nonzero(pc.is_valid(corrupt)).to_pylist())
-            evo = evolution.evolve(state, evolution.csv_line_types(
+            evo = _evolution().evolve(state, _evolution().csv_line_types(
                 [t if i in bad else None for i, t in enumerate(texts.to_pylist())],
                 names or [f.name for f in state.fields], self.delimiter, state),
                 self.conflict)
@@ -294,7 +304,7 @@ class SparkParsing:
     def _connect_schema(self, arrow: pa.Schema, state: StructType) -> Schema:
         """The records' schema, its version counting the schemas this task has emitted
         (1 the first; each evolution the next)."""
-        emitted = evolution.emitted(state)
+        emitted = _evolution().emitted(state)
         version = self._versions.setdefault(emitted, len(self._versions) + 1)
         schema = self._connect_schemas.get((arrow, version))
         if schema is None:
@@ -338,12 +348,12 @@ class SparkParsing:
                 opts["sep"] = self.delimiter
                 if names is not None:  # this file's columns, projected by name
                     types = {f.name: f.dataType.simpleString()
-                             for f in evolution.emitted(state).fields}
+                             for f in _evolution().emitted(state).fields}
                     full = ", ".join(f"`{n}` {types.get(n, 'STRING')}" for n in names) + \
                         f", {CORRUPT} STRING"
                     fields = [F.col(f"p.`{f.name}`") if f.name in names
                               else F.lit(None).cast(f.dataType).alias(f.name)
-                              for f in evolution.emitted(state).fields]
+                              for f in _evolution().emitted(state).fields]
                     fields.append(F.col(f"p.{CORRUPT}"))
                 parsed = F.from_csv(F.col("value"), full, opts)
             else:
@@ -437,8 +447,8 @@ class SparkParsing:
             if len(sample) >= _INFER_SAMPLE:
                 break
         if self.format == "json":
-            types = list(evolution.json_line_types(_without_conflicts(sample)))
-            state = evolution.evolve(None, types).last
+            types = list(_evolution().json_line_types(_without_conflicts(sample)))
+            state = _evolution().evolve(None, types).last
             # lines whose fields were all null so far carry an empty struct until a value
             # comes; no object at all (the first lines malformed) is nothing to infer from
             objects = any(isinstance(t, StructType) for _, t in types)
@@ -491,12 +501,12 @@ def _slice(chunks: list[Chunk], start: int, stop: int) -> list[Chunk]:
 def _conflict_of(state: StructType, text: str, given: bool) -> Conflict | None:
     """Why Spark could not read a line into the schema, when json reads it: the field
     and both types (None for a line json cannot read either, which is malformed)."""
-    types = list(evolution.json_line_types([text], state))
+    types = list(_evolution().json_line_types([text], state))
     if not types:
         return None
-    evo = evolution.evolve(state, types, fixed=given)
-    return evo.conflicts.get(0) or Conflict(
-        "", "struct", f"a line Spark cannot read into {evolution.emitted(state).simpleString()}")
+    evo = _evolution().evolve(state, types, fixed=given)
+    return evo.conflicts.get(0) or _evolution().Conflict(
+        "", "struct", f"a line Spark cannot read into {_evolution().emitted(state).simpleString()}")
 
 
 def _describe(conflict: Conflict | None) -> str:

@@ -41,13 +41,13 @@ from kctl.api.arrow import arrow_schema_to_connect
 from kctl.api.data import STRING_SCHEMA
 from kctl.api.paths import allowed_roots
 from kctl.connectors.file._common import (
+    CONFLICT_MODES,
     SingleChar,
     SparkDdl,
     TextEncoding,
     decode_delimiter,
     list_files,
 )
-from kctl.connectors.file.evolution import CONFLICT_MODES
 from kctl.connectors.file.parsing import SparkParsing
 from kctl.connectors.file.reading import Chunk, LineReading, MalformedLine
 from kctl.connectors.file.tracking import FileState, FileStats, FileTracking, excluded, patterns

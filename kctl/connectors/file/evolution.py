@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -166,6 +167,23 @@ def json_type(value: Any) -> DataType:
             element = widen(element, json_type(v), STRING)
         return ArrayType(element, True)
     raise TypeError(f"not a json value: {type(value).__name__}")
+
+
+def arrow_type(t: pa.DataType) -> DataType | None:
+    """The type of a column Arrow's json reader inferred (an ISO time it took for a
+    timestamp is the string it was); None for one Spark's inference would not give."""
+    if pa.types.is_struct(t):
+        fields = [(f.name, arrow_type(f.type)) for f in t]
+        if any(ft is None for _, ft in fields):
+            return None
+        return StructType([StructField(n, ft, True) for n, ft in fields])
+    if pa.types.is_list(t):
+        element = arrow_type(t.value_type)
+        return None if element is None else ArrayType(element, True)
+    if pa.types.is_timestamp(t) or pa.types.is_string(t):
+        return StringType()
+    return {pa.null(): NullType(), pa.bool_(): BooleanType(), pa.int64(): LongType(),
+            pa.float64(): DoubleType()}.get(t)
 
 
 def json_kind(value: Any) -> str:

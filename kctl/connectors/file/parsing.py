@@ -223,11 +223,17 @@ class SparkParsing:
         if self._schema_given:
             return self._parse_run(spark, chunks, state, {}, names)
         if self.format == "json":
-            table = self._read_by_arrow(spark, texts, _joined_lines(texts), state)
+            lines = _joined_lines(texts)
+            table = self._read_by_arrow(spark, texts, lines, state)
             if table is not None:  # every line fits: the fast way, no Python per line
                 return self._rows(chunks, table, state, {})
-            evo = _evolution().evolve(state, _evolution().json_line_types(texts.to_pylist(), state),
-                                   self.conflict)
+            wider = _widened_by_arrow(texts, lines, state)
+            if wider is not None:  # the batch as a whole widens the schema, no line conflicts
+                evo = _evolution().Evolution(((0, wider),), {})
+            else:  # line by line: where each change starts, which lines conflict
+                evo = _evolution().evolve(
+                    state, _evolution().json_line_types(texts.to_pylist(), state),
+                    self.conflict)
         else:
             first = self._parse_with(spark, texts, state, names)
             corrupt = first.column(CORRUPT)
@@ -483,6 +489,32 @@ class SparkParsing:
     def _header_of(path: str, encoding: str = "utf-8") -> str:
         with open(path, "rb") as fh:
             return fh.readline().rstrip(b"\r\n").decode(encoding, errors="replace")
+
+
+def _widened_by_arrow(texts: pa.Array, lines: pa.Buffer, state: StructType
+                      ) -> StructType | None:
+    """The schema widened by the types Arrow's json reader infers for the whole batch, when
+    it reads every line as an object and nothing conflicts (one C++ pass instead of a
+    json.loads per line); None otherwise, or when nothing would change. Integers beyond a
+    long (Spark makes them decimals, Arrow doubles) are left to the line-by-line pass."""
+    import pyarrow.json as pj
+
+    evolution = _evolution()
+    if len(lines) >= 1 << 30 or pc.any(pc.match_substring_regex(texts, "[0-9]{19}")).as_py():
+        return None
+    try:
+        table = pj.read_json(pa.BufferReader(lines), read_options=pj.ReadOptions(
+            use_threads=False, block_size=max(len(lines) + 1, 1 << 20)))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    t = evolution.arrow_type(pa.struct(list(table.schema)))
+    if table.num_rows != len(texts) or t is None:
+        return None
+    try:
+        wider = evolution.widen(state, t)
+    except evolution.Conflict:
+        return None
+    return None if wider == state else wider  # type: ignore[return-value]
 
 
 def _slice(chunks: list[Chunk], start: int, stop: int) -> list[Chunk]:

@@ -84,7 +84,11 @@ CONFIG_DEF = (
             "Spark DDL schema for csv/json (e.g. `id BIGINT, name STRING`), kept as given; "
             "empty: inferred from the first lines read and evolved by every later line (new "
             "fields, nested ones too, and wider types: see schema.conflict), so nothing is "
-            "dropped or cast away.", group="File")
+            "dropped or cast away. Records keep the schema version they were read with; a "
+            "poll's batch whose lines only widen the schema takes the wider one from its "
+            "first line, one with conflicting lines changes it at the line that widens it. "
+            "A field that was only ever null joins the schema with its first value.",
+            group="File")
     .define("file.exclude", ConfigType.STRING, "", None, Importance.MEDIUM,
             "Comma-separated glob patterns of files to leave alone although `path` matches "
             "them, tried on the file name and the full path (e.g. `*.gz` for rotated, "

@@ -103,7 +103,9 @@ def test_an_evolving_stream_arrives_whole_through_a_file_sink_and_a_jdbc_sink(
         assert rows == FIRST + LATER  # FileSink leaves nulls out, as the lines did
         assert '"v":4}' in next(x for x in lines if '"id":1,' in x)  # 4 stayed 4
         files_written = [p for p in outdir.rglob("*.json") if not p.name.startswith(".")]
-        assert len(files_written) >= 4  # one schema a file: four versions at least
+        # one schema a file: the first lines' (v a bigint), then the later lines', which
+        # widen it in the polls that read them
+        assert len(files_written) >= 2
         [(typ,)] = postgres_db.query("SELECT data_type FROM information_schema.columns "
                                      "WHERE table_name = 'events' AND column_name = 'v'")
         assert typ == "numeric"  # bigint widened without loss

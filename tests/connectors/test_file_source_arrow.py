@@ -81,7 +81,7 @@ def test_plain_lines_are_read_by_arrow_and_equal_sparks(engine):
                          "tags": ["a", str(i)], "at": {"x": i, "y": -i / 7}})
              for i in range(500)]
     out, task = both(engine, lines, **{"batch.max.rows": "100"})
-    assert task.by_arrow == 5  # the first batch too: Spark only inferred the schema
+    assert task.by_arrow == 5  # the first batch too: its lines only inferred the schema
     assert len(out) == 500 and all(kind == "ok" for kind, _, _ in out)
 
 
@@ -93,8 +93,8 @@ def test_a_batch_arrow_cannot_vouch_for_goes_to_spark_with_the_same_result(engin
            '{"id": 5, "x": -0}', '{"id": 6, "x": -0.0}']
     lines = [line for pair in zip(good[:6], odd, strict=True) for line in pair] + good[6:]
     out, task = both(engine, lines, **{"batch.max.rows": "2"})
-    # Arrow's: the new field's batch read again once Spark widened the schema, the -0.0
-    # pair (a double's own -0.0) and the last six lines, two a batch
+    # Arrow's: the new field's batch, once Arrow's inference widened the schema with it,
+    # the -0.0 pair (a double's own -0.0) and the last six lines, two a batch
     assert task.by_arrow == 5
     assert [kind for kind, _, _ in out].count("bad") == 2  # the string id, the cut line
 

@@ -34,6 +34,12 @@ class SingleChar:
         return "single character"
 
 
+# schema.conflict (FileSource): what a value that cannot widen its field's type does
+CONFLICT_ERROR = "error"
+CONFLICT_STRING = "string"
+CONFLICT_MODES = (CONFLICT_ERROR, CONFLICT_STRING)
+
+
 def decode_delimiter(value: str) -> str:
     return {"\\t": "\t", "tab": "\t", "\\|": "|"}.get(value, value)
 
@@ -168,19 +174,25 @@ def _visible(path: str) -> bool:
     return not base.startswith((".", "_")) and os.path.isfile(path)
 
 
-def list_files(path: str, roots: Sequence[str] = ()) -> list[str]:
+def list_files(path: str, roots: Sequence[str] = (), warned: set[str] | None = None
+               ) -> list[str]:
     """Absolute paths of the regular files `path` names: a file, a directory or a glob.
 
     Hidden (`.x`) and underscore (`_SUCCESS`) files are skipped, as Spark does, so a
     directory that another writer fills through temporary files never shows half files.
     With `roots` (the worker's allowed paths), a file a symlink leads outside them is
-    skipped with a warning.
+    skipped with a warning; `warned`: the files already warned about, each warned once
+    (a task lists its path every poll.interval.ms).
     """
     found = _list_files(path)
     if not roots:
         return found
     allowed = [f for f in found if within(f, roots)]
     for f in sorted(set(found) - set(allowed)):
+        if warned is not None:
+            if f in warned:
+                continue
+            warned.add(f)
         log.warning("Skipping %s: it leads outside file.connector.allowed.paths (%s)",
                     f, ", ".join(roots))
     return allowed

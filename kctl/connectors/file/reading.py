@@ -48,7 +48,8 @@ class Chunk:
 
 @dataclass(frozen=True, slots=True)
 class MalformedLine:
-    """A line Spark could not parse: everything a DLQ or an error message needs."""
+    """A line that gives no record (malformed, undecodable, or conflicting with the
+    schema): everything a DLQ or an error message needs."""
 
     filename: str
     line: int
@@ -60,9 +61,13 @@ class MalformedLine:
     fp: str = ""
     fplen: int = 0
     problem: str = ""  # set when the line is not malformed but undecodable
+    conflict: str = ""  # set when the line is valid but its types cannot join the schema's
 
     def describe(self) -> str:
         preview = self.text if len(self.text) <= 200 else self.text[:200] + "..."
+        if self.conflict:
+            return (f"The {self.format} line {self.line} in {self.filename} conflicts with "
+                    f"the schema: {self.conflict}: {preview!r}")
         if self.problem:
             return (f"Malformed {self.format} line {self.line} in {self.filename} "
                     f"({self.problem}): {preview!r}")

@@ -100,7 +100,10 @@ CONFIG_DEF = (
             "38 digits as their exact text, bytes as base64 in json and csv, csv quoted as "
             "RFC 4180 with spaces kept; json writes NaN and infinities as the strings \"NaN\", "
             "\"Infinity\" and \"-Infinity\". A value a file cannot hold is its record's "
-            "error (the DLQ under errors.tolerance=all).", group="File")
+            "error (the DLQ under errors.tolerance=all). A file holds records of one value "
+            "schema: a record whose schema differs from the one before (a source's schema "
+            "that evolved, a new version) starts a new file, so each Parquet and csv file "
+            "has one schema and one header.", group="File")
     .define("flush.size", ConfigType.INT, 100_000, Range.at_least(1), Importance.MEDIUM,
             "Records per file: a partition's file is written once this many are buffered "
             "(each write is a Spark job costing 0.1-0.2 s of JVM time however small).",

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import codecs
 import collections
-import dataclasses
-import json
 import logging
 import math
 import threading
@@ -43,6 +41,7 @@ from kctl.api.arrow import arrow_schema_to_connect
 from kctl.api.data import STRING_SCHEMA
 from kctl.api.paths import allowed_roots
 from kctl.connectors.file._common import (
+    CONFLICT_MODES,
     SingleChar,
     SparkDdl,
     TextEncoding,
@@ -82,9 +81,14 @@ CONFIG_DEF = (
             "Most bytes of lines per poll (at least one line), so long lines do not make "
             "batch.max.rows a memory problem.", group="File")
     .define("schema", ConfigType.STRING, "", SparkDdl(), Importance.MEDIUM,
-            "Spark DDL schema for csv/json (e.g. `id BIGINT, name STRING`); empty: inferred "
-            "from the first lines read, and for json widened with every top-level field that "
-            "appears later (so no field is dropped).", group="File")
+            "Spark DDL schema for csv/json (e.g. `id BIGINT, name STRING`), kept as given; "
+            "empty: inferred from the first lines read and evolved by every later line (new "
+            "fields, nested ones too, and wider types: see schema.conflict), so nothing is "
+            "dropped or cast away. Records keep the schema version they were read with; a "
+            "poll's batch whose lines only widen the schema takes the wider one from its "
+            "first line, one with conflicting lines changes it at the line that widens it. "
+            "A field that was only ever null joins the schema with its first value.",
+            group="File")
     .define("file.exclude", ConfigType.STRING, "", None, Importance.MEDIUM,
             "Comma-separated glob patterns of files to leave alone although `path` matches "
             "them, tried on the file name and the full path (e.g. `*.gz` for rotated, "
@@ -98,13 +102,16 @@ CONFIG_DEF = (
             "e.g. utf-8, latin-1, cp1252). Decoding is strict: a line that does not decode "
             "is reported like a malformed one (dead letter queue under "
             "errors.tolerance=all, else the task fails), never altered.", group="File")
-    .define("schema.conflict", ConfigType.STRING, "dead-letter",
-            ValidString.in_("fail", "dead-letter", "string"), Importance.MEDIUM,
-            "json with an inferred schema, when a field's values differ in type (`\"id\": 1` "
-            "and `\"id\": \"two\"`): the schema takes the type most lines have, and a line "
-            "that conflicts with it fails the task (fail) or is reported like a malformed "
-            "line (dead-letter: the DLQ under errors.tolerance=all); `string` widens the "
-            "field to a string instead.", group="File")
+    .define("schema.conflict", ConfigType.STRING, "error",
+            ValidString.in_(*CONFLICT_MODES), Importance.MEDIUM,
+            "csv and json with an inferred schema, when a field's value cannot widen its "
+            "type (a number against a string, an object against a scalar): `error` makes "
+            "that line its record's error under errors.tolerance (the DLQ under all, naming "
+            "the field and both types; none fails the task naming the field); `string` "
+            "makes the field a string from then on, holding each value's JSON text. Values "
+            "that widen never conflict (int -> long -> double, a decimal's precision, new "
+            "and nested fields): each change is a new version of the value schema.",
+            group="File")
     .define("csv.header", ConfigType.BOOLEAN, True, None, Importance.LOW,
             "The first line of each csv file is a header (names the columns, not a record).",
             group="CSV")
@@ -126,6 +133,7 @@ class FileSourceConnector(SourceConnector):
         self._watcher: threading.Thread | None = None
         self._task_count = 0
         self._max_tasks: int | None = None
+        self._skipped: set[str] = set()
 
     def local_paths(self, props: Mapping[str, Any]) -> dict[str, str]:
         return {"path": str(props["path"])} if props.get("path") else {}
@@ -160,7 +168,7 @@ class FileSourceConnector(SourceConnector):
         self._stop.clear()
 
     def _wanted(self, max_tasks: int) -> int:
-        files = [f for f in list_files(self._path, self._roots)
+        files = [f for f in list_files(self._path, self._roots, self._skipped)
                  if not excluded(f, self._exclude)]
         return max(1, min(max_tasks, len(files)))
 
@@ -197,14 +205,6 @@ class FileSourceConnector(SourceConnector):
 # --- task ---------------------------------------------------------------------------------
 
 
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
-
-
 class FileSourceTask(FileTracking, LineReading, SparkParsing, SourceTask):
     """Reads the files of its hash slice; one Spark job per poll parses up to batch.max.rows."""
 
@@ -219,12 +219,16 @@ class FileSourceTask(FileTracking, LineReading, SparkParsing, SourceTask):
         self._file_errors: collections.deque[tuple[SourceRecord, DataError]] = \
             collections.deque()
         self._next_scan = 0.0
+        self._skipped: set[str] = set()
         self._round = 0
         self._schema_ddl: str | None = None
         self._schema_given = False
         self._csv_header_line: str | None = None
-        self._connect_schemas: dict[pa.Schema, Schema] = {}
-        self._arrow_schemas: dict[str, pa.Schema | None] = {}
+        self._connect_schemas: dict[Any, Schema] = {}
+        self._schema_type: Any = None
+        self._arrow_schemas: dict[Any, tuple[pa.Schema, pa.Schema] | None] = {}
+        self._ddls: dict[Any, str] = {}
+        self._versions: dict[Any, int] = {}
         self._items: collections.deque[SourceBatch | MalformedLine] = collections.deque()
         self._parquet: dict[str, pa.Table] = {}
         self._pool: ThreadPoolExecutor | None = None
@@ -373,16 +377,11 @@ class FileSourceTask(FileTracking, LineReading, SparkParsing, SourceTask):
     # malformed lines
 
     def _report(self, bad: MalformedLine) -> None:
-        """The one place malformed input is handled: the runtime's errant record reporter
-        dead-letters it (errors.tolerance=all) or fails the task; without a reporter the
-        task fails naming the file and line. Everything before it was already returned."""
-        if self.format == "json" and not bad.problem and _is_json(bad.text):
-            bad = dataclasses.replace(bad, problem=(
-                f"a json line whose types conflict with the schema {self._schema_ddl!r}"))
-            if self.conflict == "fail":
-                err = DataError(f"Parsing failed (schema.conflict=fail): {bad.describe()}")
-                err.malformed = [bad]  # type: ignore[attr-defined]
-                raise err
+        """The one place a line that gives no record is handled (malformed, undecodable,
+        or conflicting with the schema, which its message names with the field): the
+        runtime's errant record reporter dead-letters it (errors.tolerance=all) or fails
+        the task; without a reporter the task fails naming the file and line. Everything
+        before it was already returned."""
         err = DataError(bad.describe())
         err.malformed = [bad]  # type: ignore[attr-defined]
         reporter = self._reporter()

@@ -119,6 +119,7 @@ class FileTracking:
     _next_scan: float
     _round: int
     _parquet: dict[str, Any]
+    _skipped: set[str]  # files outside the allowed paths, already warned about
 
     def _mine(self, ident: str) -> bool:
         # by identity, not name: a renamed file stays with the task that reads it
@@ -173,7 +174,7 @@ class FileTracking:
         self._next_scan = self._clock() + self.interval
         listed: dict[tuple[int, int], str] = {}
         sizes: dict[tuple[int, int], int] = {}
-        for f in list_files(self.path, self.roots):
+        for f in list_files(self.path, self.roots, self._skipped):
             if self._excluded(f):
                 continue
             try:

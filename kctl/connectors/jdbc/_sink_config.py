@@ -58,8 +58,15 @@ CONFIG_DEF = connection_config_def().merge(
             "Create a missing table from the record schema (key columns form the primary "
             "key).", group=WRITES_GROUP)
     .define("auto.evolve", ConfigType.BOOLEAN, False, None, Importance.MEDIUM,
-            "Add a column for each new optional field (nullable); a new required field "
-            "without a default fails the task.", group=WRITES_GROUP)
+            "Follow a value schema that evolves: add a column for each new optional field "
+            "(nullable; a new required field without a default fails the task), and widen a "
+            "column whose type no longer holds its field where the database can without "
+            "loss (integer -> bigint, -> double precision, or on PostgreSQL a bigint -> "
+            "numeric; a decimal's digits; a number that became text -> text; SQLite's "
+            "columns take any value). Without it, or where the database cannot (MariaDB's "
+            "bigint against a double), a batch whose table lacks a column or whose column "
+            "is too narrow fails the task naming the table and column, before anything is "
+            "written.", group=WRITES_GROUP)
     .define("delete.enabled", ConfigType.BOOLEAN, False, None, Importance.MEDIUM,
             "Tombstones (null values) delete the row of their key; needs "
             "pk.mode=record_key.", group=WRITES_GROUP)

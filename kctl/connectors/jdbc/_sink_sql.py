@@ -227,6 +227,27 @@ def table_columns_query(dialect: Dialect, table: str) -> tuple[str, tuple[Any, .
             f"COALESCE({PARAM}, {current}) AND table_name = {PARAM}", (schema, name))
 
 
+def column_types_query(dialect: Dialect, table: str) -> tuple[str, tuple[Any, ...]]:
+    """Each column's name, type, numeric precision and scale and nullability (PostgreSQL
+    and MariaDB: SQLite's columns take any value, so auto.evolve never widens there)."""
+    parts = split_table(table)
+    schema, name = (parts[-2] if len(parts) > 1 else None), parts[-1]
+    current = "current_schema()" if dialect.name == "postgresql" else "DATABASE()"
+    return (f"SELECT column_name, data_type, numeric_precision, numeric_scale, is_nullable "
+            f"FROM information_schema.columns WHERE table_schema = COALESCE({PARAM}, "
+            f"{current}) AND table_name = {PARAM}", (schema, name))
+
+
+def widen_column(dialect: Dialect, table: str, name: str, sql_type: str,
+                 nullable: bool) -> str:
+    """auto.evolve: a column's type widened in place (MariaDB restates NOT NULL)."""
+    q = dialect.quote_identifier
+    if dialect.name == "postgresql":
+        return f"ALTER TABLE {dialect.table(table)} ALTER COLUMN {q(name)} TYPE {sql_type}"
+    return (f"ALTER TABLE {dialect.table(table)} MODIFY COLUMN {q(name)} {sql_type}"
+            + ("" if nullable else " NOT NULL"))
+
+
 def table_is_view_query(dialect: Dialect, table: str) -> tuple[str, tuple[Any, ...]]:
     """One row when the table is a view (table.types decides whether the sink writes it)."""
     parts = split_table(table)

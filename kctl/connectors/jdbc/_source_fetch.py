@@ -4,6 +4,7 @@ and converted, and Arrow columns cut into SourceBatches around the rows that fai
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -338,9 +339,16 @@ class _Fetching:
         return pa.Table.from_arrays(table.columns, schema=schema)
 
     def _connect_schema(self, schema: pa.Schema, name: str | None) -> Schema:
+        """The Connect schema of a read's rows; a table's value schemas are versioned in
+        the order this task met them, so a column added while it is read (Spark's read
+        takes the table's columns afresh each time) is the next version."""
         got = self._schemas.get((schema, name))
         if got is None:
-            got = self._schemas[(schema, name)] = arrow_schema_to_connect(schema, name)
+            got = arrow_schema_to_connect(schema, name)
+            if name is not None:
+                version = 1 + sum(1 for _, n in self._schemas if n == name)
+                got = dataclasses.replace(got, version=version)
+            self._schemas[(schema, name)] = got
         return got
 
     def _errant(self, t: _Table, rows: _Rows, i: int, offset: dict[str, Any]) -> _Errant:

@@ -15,9 +15,9 @@ names (nested structs inline unless they have null rows). Decoding parses the pa
 parser and Python's json agree (see `decode_envelopes`).
 
 Supported schemas: INT8/16/32/64, FLOAT32/64, BOOLEAN, STRING, BYTES and STRUCTs of them,
-with no default anywhere; encoding also takes the logical types Timestamp, Date, Time and
-Decimal (what database rows hold), decoding Timestamp, Date and Time. Everything else
-returns None.
+with no default anywhere; encoding and decoding also take the logical types Timestamp, Date,
+Time and Decimal (what database rows hold; decimals decode from base64, the default
+decimal.format). Everything else returns None.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ import pyarrow.json as pa_json
 from kctl.api.arrow import connect_to_arrow_type
 from kctl.api.data import DATE, DECIMAL, TIME, TIMESTAMP, Schema, Type
 from kctl.errors import DataError
+from kctl.runtime.converters.common import _EXACT, unscaled_to_decimal
 
 __all__ = [
     "SUSPECT_NUMBERS",
@@ -109,10 +110,11 @@ def supported(schema: Schema, logical: bool = False) -> bool:
 @lru_cache(maxsize=256)
 def decodable(schema: Schema) -> bool:
     """Whether `decode_envelopes` reads `schema`: what `supported` takes, plus Timestamp,
-    Date and Time (epoch integers; database rows are full of them), not Decimal."""
-    if schema.name == DECIMAL or schema.default is not None:
+    Date, Time (epoch integers) and Decimal (base64; a number goes record by record):
+    database rows are full of them."""
+    if schema.default is not None:
         return False
-    if schema.name in _EPOCH_RANGES:
+    if schema.name in _EPOCH_RANGES or schema.name == DECIMAL:
         return True
     if schema.type is Type.STRUCT:
         return supported(schema, logical=True) and all(decodable(f.schema)
@@ -146,7 +148,7 @@ def _parse_type(schema: Schema) -> pa.DataType:
     if schema.type in (Type.FLOAT32, Type.FLOAT64):
         return pa.float64()
     if schema.type is Type.BYTES:
-        return pa.string()
+        return pa.string()  # base64, Decimal's included
     return connect_to_arrow_type(schema)
 
 
@@ -292,20 +294,70 @@ def _logical(arr: pa.Array, schema: Schema) -> list[Any]:
         scale = int((schema.parameters or {}).get("scale", "0"))
         if t.scale != scale:
             raise _Bail
-        from kctl.runtime.converters.common import decimal_to_bytes
-
-        values = arr.to_pylist()
         if _NUMERIC.get():
+            values = arr.to_pylist()
             text = pa.array([None if v is None else format(v, "f") for v in values],
                             pa.string())
         else:
             b64 = base64.b64encode
             text = pa.array([None if v is None else
-                             '"' + b64(decimal_to_bytes(v, scale)).decode("ascii") + '"'
-                             for v in values], pa.string())
+                             '"' + b64(v.to_bytes(max(1, (v + (v < 0)).bit_length() // 8 + 1),
+                                                  "big", signed=True)).decode("ascii") + '"'
+                             for v in _unscaled(arr)], pa.string())
     if text.null_count:
         text = pc.fill_null(text, "null")
     return [text]
+
+
+def _unscaled(arr: pa.Array) -> list[int | None]:
+    """Each decimal's unscaled integer (Kafka's Decimal bytes hold it), read from the
+    decimal128 words with numpy when they fit an int64, the common case."""
+    import numpy as np
+
+    n = len(arr)
+    if pa.types.is_decimal128(arr.type) and n:
+        words = np.frombuffer(arr.buffers()[1], dtype="<i8")[2 * arr.offset:2 * (arr.offset + n)]
+        low, high = words[0::2], words[1::2]
+        if bool((high == (low >> 63)).all()):
+            ints: list[Any] = low.tolist()
+        else:
+            ints = [(lo & 0xFFFF_FFFF_FFFF_FFFF) | (hi << 64)
+                    for lo, hi in zip(low.tolist(), high.tolist(), strict=True)]
+        if arr.null_count:
+            ints = [v if ok else None for v, ok in zip(ints, arr.is_valid().to_pylist(),
+                                                       strict=True)]
+        return ints
+    scale = arr.type.scale
+    return [None if v is None else int(v.scaleb(scale, _EXACT)) for v in arr.to_pylist()]
+
+
+def _decimal_value(arr: pa.Array, schema: Schema) -> pa.Array:
+    """Base64 Decimal texts as the Arrow decimal of `schema`; a value that is not base64
+    or does not fit the precision makes the column go record by record (which names it)."""
+    import numpy as np
+
+    t = connect_to_arrow_type(schema)
+    b64decode = base64.b64decode
+    try:
+        ints = [None if s is None else int.from_bytes(b64decode(s, validate=True), "big",
+                                                      signed=True)
+                for s in arr.to_pylist()]
+    except (binascii.Error, ValueError) as e:
+        raise _Bail from e
+    n = len(ints)
+    if pa.types.is_decimal128(t) and t.precision <= 18:
+        valid = [v is not None for v in ints]
+        low = np.array([0 if v is None else v for v in ints], dtype=np.int64)
+        if n and int(np.abs(low).max()) >= 10 ** t.precision:
+            raise _Bail
+        words = np.empty(2 * n, dtype="<i8")
+        words[0::2], words[1::2] = low, low >> 63
+        mask = None if all(valid) else pa.array(valid, pa.bool_())
+        validity = None if mask is None else mask.buffers()[1]
+        return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(words.tobytes())],
+                                     null_count=n - sum(valid))
+    scale = t.scale
+    return pa.array([None if v is None else unscaled_to_decimal(v, scale) for v in ints], t)
 
 
 def _encode_struct(arr: pa.Array, schema: Schema, live: pa.Array | None) -> list[Any]:
@@ -518,6 +570,8 @@ def _finish(arr: pa.Array, schema: Schema, live: pa.Array | None,
     st = schema.type
     if schema.name in _EPOCH_RANGES:
         return _epoch_value(arr, schema.name)
+    if schema.name == DECIMAL:
+        return _decimal_value(arr, schema)
     if st is Type.STRUCT:
         if not schema.fields:
             return arr

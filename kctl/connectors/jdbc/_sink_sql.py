@@ -17,7 +17,15 @@ from typing import Any
 
 from kctl.api import Schema, Type
 from kctl.api.arrow import PRECISION_PARAM
-from kctl.api.data import DATE, DECIMAL, TIME, TIMESTAMP
+from kctl.api.data import (
+    DATE,
+    DECIMAL,
+    TIME,
+    TIMESTAMP,
+    VARIABLE_SCALE_DECIMAL,
+    temporal_encoding,
+    temporal_kind,
+)
 from kctl.connectors.jdbc._common import Dialect, split_table
 from kctl.errors import ConnectError
 
@@ -61,6 +69,14 @@ def column_type(dialect: Dialect, schema: Schema, *, key: bool = False,
     own type, maybe narrower, then judges each value in the INSERT ... SELECT, where a value
     that does not fit is one row's error instead of the whole Spark write's)."""
     d = dialect.name
+    kind = temporal_kind(schema)
+    if kind is not None and (schema.name in (TIMESTAMP, TIME) or temporal_encoding(schema)):
+        return _temporal_type(d, kind, staging)
+    if schema.name == VARIABLE_SCALE_DECIMAL:
+        if staging or d == "sqlite":
+            return _TEXT[d]  # exact text; SQLite's NUMERIC would keep 15 digits
+        # MariaDB's widest: a value with more digits after the point is the row's error
+        return "NUMERIC" if d == "postgresql" else "DECIMAL(65,30)"
     if schema.name == DECIMAL:
         scale, precision = _decimal_scale(schema)
         if d == "mariadb" and scale > 30:
@@ -107,10 +123,33 @@ def column_type(dialect: Dialect, schema: Schema, *, key: bool = False,
 _TEXT = {"postgresql": "TEXT", "mariadb": "LONGTEXT", "sqlite": "TEXT"}
 
 
+def _temporal_type(d: str, kind: str, staging: bool) -> str:
+    """The column for a value whose schema names its source column's kind (`kctl.temporal`):
+    `timestamp` keeps no time zone (the UTC wall clock), `timestamptz` is an instant, and
+    both keep microseconds. Staging holds instants (COPY's text carries the zone) and times
+    as text; the statements convert them in a UTC session."""
+    if kind == "time":
+        if staging:
+            return _TEXT[d]
+        return {"postgresql": "TIME", "mariadb": "TIME(6)"}.get(d, "TEXT")
+    if staging:
+        return {"postgresql": "TIMESTAMP WITH TIME ZONE", "mariadb": "DATETIME(6)"}.get(
+            d, "TIMESTAMP")
+    if d == "postgresql":
+        return "TIMESTAMP" if kind == "timestamp" else "TIMESTAMP WITH TIME ZONE"
+    return "DATETIME(6)" if d == "mariadb" else "TIMESTAMP"
+
+
 def staged_as_text(schema: Schema) -> bool:
     """Decimals and times travel through Spark as their exact text (Spark's decimals stop
     at 38 digits and it has no time of day); the statements read them back as their type."""
-    return schema.name in (DECIMAL, TIME)
+    return schema.name in (DECIMAL, TIME, VARIABLE_SCALE_DECIMAL) or (
+        temporal_encoding(schema) is not None and temporal_kind(schema) == "time")
+
+
+def staged_time(schema: Schema) -> bool:
+    return schema.name == TIME or (temporal_encoding(schema) is not None
+                                   and temporal_kind(schema) == "time")
 
 
 def staged(dialect: Dialect, column: Column, alias: str = "") -> str:
@@ -119,7 +158,7 @@ def staged(dialect: Dialect, column: Column, alias: str = "") -> str:
     MariaDB's strict mode refuses a value that does not fit (a row's error)."""
     ref = f"{alias}.{column.staging}" if alias else column.staging
     if dialect.name == "postgresql" and staged_as_text(column.schema):
-        return f"CAST({ref} AS {'NUMERIC' if column.schema.name == DECIMAL else 'TIME'})"
+        return f"CAST({ref} AS {'TIME' if staged_time(column.schema) else 'NUMERIC'})"
     return ref
 
 

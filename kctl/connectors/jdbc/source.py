@@ -298,7 +298,7 @@ class JdbcSourceTask(_Sql, _Fetching, SourceTask):
         self._ahead: Future[list[Item]] | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._round = 0
-        self._schemas: dict[tuple[pa.Schema, str | None], Schema] = {}
+        self._schemas: dict[tuple[pa.Schema, str | None, str], Schema] = {}
         self._clock: Callable[[], float] = time.monotonic
         self.reads = 0  # Spark reads done (tests, metrics)
 

@@ -227,7 +227,7 @@ def test_a_nanosecond_the_column_cannot_hold_is_the_records_error(engine, postgr
         topic, _ = deliver(task, schema, [{"at": 1_000}, {"at": 1_001}], "records")
         assert read(postgres_db, topic, "at") == {
             0: dt.datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=dt.UTC)}
-        [(record, error)] = reporter.reports
+        [(record, error)] = reporter.reported
         assert record.value["id"] == 1 and "has nanoseconds" in str(error)
     finally:
         task.stop()

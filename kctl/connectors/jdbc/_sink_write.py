@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -89,12 +90,14 @@ class Writer:
         self.staging: dict[str, _Staging] = {}
         self._no_copy: set[str] = set()  # tables COPY cannot write (views)
         self.db_offsets: dict[TopicPartition, int] = {}  # exactly_once: what the DB holds
+        self._names: dict[str, tuple[str, str]] = {}  # staging column -> (field, table)
         db.on_close.append(self.staging.clear)
 
     def write(self, table: str, rows: Rows, offsets: Mapping[TopicPartition, int]) -> None:
         """Stage the rows, merge them into `table` with the offsets, leave staging empty.
         Plain inserts COPY straight into `table` when they can: a row the table refuses
         sends the batch through staging, where bisection finds it."""
+        self._names = {c.staging: (c.name, table) for c in rows.columns}
         if self._copies_into_target(table, rows):
             plan = _Plan([], [], [], dict(rows.rejected), rows.origin, rows.earlier,
                          copy=(table, rows.columns, rows.table))
@@ -239,7 +242,7 @@ class Writer:
             raise Transient(e) from None
         if kind != sql.ROW:
             raise JdbcSinkError(f"Spark could not write to the staging table of "
-                                f"{self.dialect.name}: {message(e)}") from None
+                                f"{self.dialect.name}: {self._say(message(e))}") from None
 
     def _stage(self, staging: str, rows: Rows) -> dict[int, BaseException]:
         """COPY or Spark writes the rows into staging. Staging takes any value its wide types
@@ -326,7 +329,7 @@ class Writer:
             for r in sorted(failed):  # before the commit: a crash dead-letters them again
                 error = failed[r]
                 self._reject(plan.origin(r), error if isinstance(error, DataError)
-                             else RowRejected(message(error)))
+                             else RowRejected(self._say(message(error))))
             conn.commit()
         except (_RowFault, _CopyRefused):
             self.db.rollback(conn)
@@ -341,9 +344,22 @@ class Writer:
                 raise Transient(e) from None
             if kind == sql.ROW and not bisecting:
                 raise _RowFault() from None
-            raise JdbcSinkError(f"Writing to the table failed: {message(e)}") from None
+            raise JdbcSinkError(f"Writing to the table failed: {self._say(message(e))}") \
+                from None
         for tp, off in offsets.items():
             self.db_offsets[tp] = off
+
+    def _say(self, text: str) -> str:
+        """A database's message in the user's names: a staging column (`c12`, or
+        `db`.`kctl_stage_...`.`c12` as MariaDB writes it) becomes the record field and
+        target table it holds."""
+        def name(m: re.Match[str]) -> str:
+            found = self._names.get(m.group("col"))
+            if found is None:
+                return m.group(0)
+            q = m.group("q")
+            return f"{q}{found[0]}{q} (of {found[1]})"
+        return _STAGING_COLUMN.sub(name, text)
 
     def _attempt(self, cur: Any, statements: list[str], lo: int, hi: int) -> BaseException | None:
         """The statements for rows lo..hi under a savepoint; a row's fault is returned (and
@@ -455,6 +471,11 @@ def csv_chunks(table: pa.Table) -> Iterator[bytes]:
         sink = pa.BufferOutputStream()
         pa_csv.write_csv(piece, sink, options)
         yield sink.getvalue().to_pybytes()
+
+
+# a staging column in a message: 'c3', "c3", `c3`, or qualified `db`.`kctl_stage_x`.`c3`
+_STAGING_COLUMN = re.compile(r"(?:(?P<q0>[`'\"])[^`'\"\s]*(?P=q0)\.){0,2}"
+                             r"(?P<q>[`'\"])(?P<col>c\d+)(?P=q)")
 
 
 def no_origin(r: int) -> SinkRecord:

@@ -35,7 +35,8 @@ def connection_config_def() -> ConfigDef:
                     "JDBC URL: jdbc:postgresql://HOST:PORT/DB, jdbc:sqlite:PATH or "
                     "jdbc:mariadb://HOST:PORT/DB (jdbc:mysql:// is read as MariaDB)."))
         .define("connection.user", ConfigType.STRING, None, importance=Importance.HIGH,
-                group=CONNECTION_GROUP, doc="Database user (or `user` in the URL).")
+                group=CONNECTION_GROUP, doc="Database user (or `user=` in the URL, or its `user:password@`; this key first, "
+                    "then `user=`/`password=`, then `user:password@`).")
         .define("connection.password", ConfigType.PASSWORD, None, importance=Importance.HIGH,
                 group=CONNECTION_GROUP,
                 doc="Database password. Masked in every answer; give it as "

@@ -51,6 +51,32 @@ def prepare(dialect: Dialect, sql: str) -> str:
 
 # --- types ---------------------------------------------------------------------------------
 
+# The user manual's table of the columns auto.create and auto.evolve make (docs/configuration.md)
+TYPES_DOC = """### Column types
+
+The column `auto.create` (and `auto.evolve`) makes for each field:
+
+| field | PostgreSQL | MariaDB | SQLite |
+| --- | --- | --- | --- |
+| int8, int16, int32, int64 | SMALLINT, SMALLINT, INTEGER, BIGINT | TINYINT, SMALLINT, INT, BIGINT | INTEGER |
+| float32, float64 | REAL, DOUBLE PRECISION | FLOAT, DOUBLE | REAL |
+| boolean | BOOLEAN | BOOLEAN | INTEGER |
+| string, bytes | TEXT, BYTEA | LONGTEXT, LONGBLOB (VARCHAR(256), VARBINARY(256) in a key) | TEXT, BLOB |
+| Decimal | NUMERIC | DECIMAL(p,s), p from `connect.decimal.precision` (else 65) | TEXT (exact) |
+| `io.debezium.data.VariableScaleDecimal` | NUMERIC (each value keeps its scale) | DECIMAL(65,30) | TEXT (exact) |
+| Date | DATE | DATE | DATE |
+| Timestamp with `kctl.temporal=timestamp` | TIMESTAMP | DATETIME(6) | TIMESTAMP |
+| Timestamp with `kctl.temporal=timestamptz`, or without the parameter (Kafka Connect's) | TIMESTAMP WITH TIME ZONE | DATETIME(6) | TIMESTAMP |
+| Time | TIME | TIME(6) | TEXT |
+| int64 or string with `kctl.temporal` and `kctl.temporal.encoding` (JdbcSource's `timestamp.granularity` forms) | the column of its `kctl.temporal`, to the microsecond | the same | the same |
+
+A timestamp without a time zone holds the UTC wall clock (every session runs in UTC). A
+value the column cannot hold is its record's error (the dead letter queue), never a
+rounded value: a decimal wider than its column, a NaN in MariaDB, an encoded timestamp or
+time with nanoseconds below the microsecond. The fields' names are the columns' names in
+every message, the staging table's included.
+"""
+
 
 class UnsupportedType(ConnectError):
     """A field whose type has no column type here (arrays, maps, nested structs)."""

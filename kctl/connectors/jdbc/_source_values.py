@@ -32,6 +32,29 @@ from kctl.connectors.jdbc._catalog import (
 )
 from kctl.connectors.jdbc._source_settings import CONNECT_LOGICAL, NANOS_LONG, NANOS_STRING
 
+# The user manual's table of what each column becomes (docs/configuration.md, JdbcSource)
+TYPES_DOC = """### Column types
+
+What a column becomes in the record's value (and key). The schema parameters below travel
+with the schema (JsonConverter writes them in its envelope), so JdbcSink's `auto.create`
+makes the same kind of column again.
+
+| column | field | parameters |
+| --- | --- | --- |
+| `numeric(p,s)` / `decimal(p,s)`, p up to 76 | Connect's Decimal (bytes), scale s; `numeric.mapping` may make it an integer or a double | `scale`, `connect.decimal.precision` = p |
+| `numeric` without a precision (PostgreSQL), or p above 76 | `io.debezium.data.VariableScaleDecimal` (Debezium's): a struct of `scale` (int32, each value's own: `12.50` keeps 2) and `value` (bytes: the unscaled value, big-endian two's complement, as Decimal's). NaN and infinities have no decimal form: that row goes to the dead letter queue | |
+| `timestamp` (PostgreSQL), `datetime` (MariaDB), SQLite `DATETIME`/`TIMESTAMP` | Connect's Timestamp (epoch milliseconds) | `kctl.temporal` = `timestamp` (no time zone) |
+| `timestamptz` (PostgreSQL), `timestamp` (MariaDB) | Connect's Timestamp | `kctl.temporal` = `timestamptz` |
+| `time`, `timetz` (in UTC), SQLite `TIME` | Connect's Time (milliseconds of the day) | `kctl.temporal` = `time` |
+
+With `timestamp.granularity` other than `connect_logical`, timestamps and times keep their
+microseconds: `nanos_long` makes an int64 (epoch nanoseconds; for a time, nanoseconds of
+the day), `nanos_string` the same as decimal text, `nanos_iso_datetime_string` ISO text
+(`yyyy-MM-ddTHH:mm:ss.nnnnnnnnn` in UTC; a time `HH:mm:ss.nnnnnnnnn`). Their schemas
+carry `kctl.temporal` and `kctl.temporal.encoding` (the granularity's name), so a sink
+reads them as timestamps and times, not as numbers or text.
+"""
+
 # Debezium's VariableScaleDecimal as Arrow: each value's scale and unscaled bytes
 VARIABLE_SCALE_ARROW = pa.struct([pa.field("scale", pa.int32(), False),
                                   pa.field("value", pa.binary(), False)])

@@ -72,6 +72,7 @@ from kctl.connectors.jdbc._source_settings import (
     _Settings,
 )
 from kctl.connectors.jdbc._source_sql import _ddl_name, _one_statement, _Snapshot, _Sql, _Table
+from kctl.connectors.jdbc._source_values import TYPES_DOC  # noqa: F401 (the manual's)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

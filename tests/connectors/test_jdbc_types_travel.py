@@ -268,3 +268,34 @@ def test_the_converter_carries_the_parameters_and_the_struct_exactly():
     n = column[1].field("n")[0].as_py()
     assert n == {"scale": 4, "value": vsd(decimal.Decimal("-1234.5000"))["value"]}
     assert schema.field("n").schema.type is Type.STRUCT
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "json", "csv"])
+def test_filesink_keeps_variable_scale_decimals_exactly(engine, tmp_path_factory, fmt):
+    """FileSink keeps VariableScaleDecimal's struct in parquet and json, every byte and the
+    scale; csv, which holds no struct, gets its exact decimal text."""
+    import base64
+
+    from test_file_sink_exact_values import Reporter as FileReporter
+    from test_file_sink_exact_values import written
+
+    @PROPS
+    @given(st.lists(decimals(60, 40), min_size=1, max_size=6))
+    def check(values: list[decimal.Decimal]) -> None:
+        reporter = FileReporter()
+        structs = [vsd(v) for v in values]
+        got = written(engine, tmp_path_factory.mktemp(fmt), fmt, VSD, [*structs, None],
+                      reporter)
+        expect: list[Any] = []
+        for v, s in zip(values, structs, strict=True):
+            if fmt == "parquet":
+                expect.append({"scale": s["scale"], "value": s["value"]})
+            elif fmt == "json":
+                expect.append({"scale": s["scale"],
+                               "value": base64.b64encode(s["value"]).decode()})
+            else:
+                expect.append(format(v.copy_abs() if v == 0 else v, "f"))  # no -0
+        assert got == [*expect, "" if fmt == "csv" else None]
+        assert reporter.reported == []
+
+    check()

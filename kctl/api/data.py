@@ -48,6 +48,24 @@ DATE = "org.apache.kafka.connect.data.Date"
 TIME = "org.apache.kafka.connect.data.Time"
 TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
 
+# A decimal whose every value has its own scale (PostgreSQL's unconstrained `numeric`, and
+# numerics wider than Arrow's 76 digits): Debezium's VariableScaleDecimal, a struct of the
+# scale (int32) and the unscaled value (bytes, big-endian two's complement, as Decimal's),
+# so a sink that knows Debezium's types reads it too.
+VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
+
+# Schema parameters that tell a sink which column a value came from (JdbcSource sets them;
+# a sink without them keeps Kafka Connect's meaning). `kctl.temporal` is the source
+# column's kind: `timestamp` (no time zone), `timestamptz` or `time`. On an INT64 or
+# STRING field (JdbcSource's timestamp.granularity other than connect_logical),
+# `kctl.temporal.encoding` says how the value holds it: `nanos_long` (epoch nanoseconds,
+# for a time nanoseconds of the day), `nanos_string` (the same as decimal text) or
+# `nanos_iso_datetime_string` (ISO text, to the nanosecond; a time is HH:MM:SS.nnnnnnnnn).
+TEMPORAL_PARAM = "kctl.temporal"
+TEMPORAL_ENCODING_PARAM = "kctl.temporal.encoding"
+TEMPORAL_KINDS = ("timestamp", "timestamptz", "time")
+TEMPORAL_ENCODINGS = ("nanos_long", "nanos_string", "nanos_iso_datetime_string")
+
 
 @dataclass(frozen=True, slots=True)
 class Field:
@@ -209,6 +227,28 @@ def time_schema(optional: bool = False) -> Schema:
 def decimal_schema(scale: int, optional: bool = False) -> Schema:
     return Schema(Type.BYTES, optional=optional, name=DECIMAL, version=1,
                   parameters={"scale": str(scale)})
+
+
+def variable_scale_decimal_schema(optional: bool = False) -> Schema:
+    """Debezium's VariableScaleDecimal: struct {scale: int32, value: bytes}."""
+    return Schema(Type.STRUCT, optional=optional, name=VARIABLE_SCALE_DECIMAL, version=1,
+                  doc="Variable scaled decimal",
+                  fields=(Field("scale", 0, INT32_SCHEMA), Field("value", 1, BYTES_SCHEMA)))
+
+
+def temporal_kind(schema: Schema) -> str | None:
+    """The source column's kind a schema carries (`kctl.temporal`), if any."""
+    kind = (schema.parameters or {}).get(TEMPORAL_PARAM)
+    return kind if kind in TEMPORAL_KINDS else None
+
+
+def temporal_encoding(schema: Schema) -> str | None:
+    """How an INT64/STRING field holds a timestamp or time (`kctl.temporal.encoding`)."""
+    enc = (schema.parameters or {}).get(TEMPORAL_ENCODING_PARAM)
+    if enc in TEMPORAL_ENCODINGS and temporal_kind(schema) and schema.name is None and \
+            schema.type is (Type.INT64 if enc == "nanos_long" else Type.STRING):
+        return enc
+    return None
 
 
 _PY_TYPES: dict[Type, tuple[type, ...]] = {

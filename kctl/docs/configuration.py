@@ -251,12 +251,14 @@ def render_configuration() -> str:
         f"`connector.class: JdbcSource` (`{_qualified(jdbc_source.JdbcSourceConnector)}`): "
         f"{_first_line(jdbc_source, 'JdbcSource:')}\n",
         _table(jdbc_source.JdbcSourceConnector().config()),
+        jdbc_source.TYPES_DOC,
         "## JdbcSink\n",
         f"`connector.class: JdbcSink` (`{_qualified(jdbc_sink.JdbcSinkConnector)}`): "
         f"{_first_line(jdbc_sink, 'JdbcSink:')} "
         "`delete.enabled` needs `pk.mode=record_key`; `upsert` and `update` need a "
         "`pk.mode` other than none.\n",
         _table(jdbc_sink.JdbcSinkConnector().config()),
+        jdbc_sink.TYPES_DOC,
     ]
     parts += [
         "## Transforms\n",

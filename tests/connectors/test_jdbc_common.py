@@ -22,6 +22,27 @@ def test_passwords_in_urls_never_reach_messages():
     assert "s3cret" not in redact_url("jdbc:postgresql://h/db?user=u&password=s3cret&ssl=1")
 
 
+def test_a_urls_login_goes_to_spark_as_options_and_to_the_driver_as_its_login():
+    """Spark's JDBC drivers would read `user:pw@` as part of the host: Spark gets the URL
+    without it and the login as options; connection.user/password win over it, and a
+    `user=` parameter in the URL too (it stays in the URL Spark gets)."""
+    url = "jdbc:postgresql://al%40ice:p%3Aw%40rd@db.example:5433/sales?ssl=true"
+    pg = dialect_for(url)
+    assert pg.spark_options(url) == {
+        "url": "jdbc:postgresql://db.example:5433/sales?ssl=true",
+        "driver": "org.postgresql.Driver", "user": "al@ice", "password": "p:w@rd"}
+    assert pg.spark_options(url, "bob", "secret")["user"] == "bob"
+    assert pg.spark_options(url, "bob", "secret")["password"] == "secret"
+    spec = pg.parse(url)
+    assert (spec.host, spec.port, spec.database) == ("db.example", 5433, "sales")
+    assert (spec.params["user"], spec.params["password"]) == ("al@ice", "p:w@rd")
+    assert pg.parse("jdbc:postgresql://u:pw@h/db?user=v").params["user"] == "v"
+    maria = "jdbc:mariadb://root:pw@127.0.0.1:3306/x"
+    assert dialect_for(maria).spark_options(maria)["url"] == \
+        "jdbc:mysql://127.0.0.1:3306/x?permitMysqlScheme"
+    assert "pw" not in redact_url(maria) and "p%3Aw%40rd" not in redact_url(url)
+
+
 def test_installed_drivers_join_spark_jars(tmp_path):
     (tmp_path / "postgresql.jar").write_bytes(b"")
     (tmp_path / "mine.jar").write_bytes(b"")

@@ -3,8 +3,12 @@
 decimals, wider ones failed the read), times of day as Connect's Time to the microsecond
 (finding 5: they were timestamps on 1970-01-01, milliseconds only, 24:00:00 the next day),
 timestamps with their microseconds under Confluent's `timestamp.granularity`, doubles with
-NaN, infinities and -0.0; what becomes text (unconstrained numeric, interval, json, jsonb,
-uuid) is exact text. A value with no Connect form is its row's error (the DLQ)."""
+NaN, infinities and -0.0; an unconstrained numeric (or one wider than Arrow's 76 digits) is
+a VariableScaleDecimal with each value's own scale; what becomes text (interval, json,
+jsonb, uuid) is exact text. A value with no Connect form is its row's error (the DLQ).
+Timestamp and time fields name their source column's kind (`kctl.temporal`), and
+timestamp.granularity's int64/string forms say so (`kctl.temporal.encoding`), so a sink
+makes the same column type."""
 
 from __future__ import annotations
 
@@ -21,7 +25,15 @@ from hypothesis import strategies as st
 from test_jdbc_source import Reporter, drain, insert, props_for, start_task, val
 
 from kctl.api.arrow import PRECISION_PARAM
-from kctl.api.data import DECIMAL, TIME, TIMESTAMP, Type
+from kctl.api.data import (
+    DECIMAL,
+    TEMPORAL_ENCODING_PARAM,
+    TEMPORAL_PARAM,
+    TIME,
+    TIMESTAMP,
+    VARIABLE_SCALE_DECIMAL,
+    Type,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -43,6 +55,12 @@ def read_table(engine: Any, db: Any, table: str, reporter: Reporter | None = Non
 
 def field_schema(record: Any, name: str) -> Any:
     return record.value_schema.field(name).schema
+
+
+def exact(v: Any) -> decimal.Decimal:
+    """A VariableScaleDecimal struct's value, every digit and its scale."""
+    unscaled = int.from_bytes(v["value"], "big", signed=True)
+    return decimal.Decimal(unscaled).scaleb(-v["scale"], decimal.Context(prec=10_000))
 
 
 def test_postgresql_types_arrive_exactly_and_what_becomes_text_is_exact_text(
@@ -67,8 +85,8 @@ def test_postgresql_types_arrive_exactly_and_what_becomes_text_is_exact_text(
     by_id = {val(r)["id"]: val(r) for r in records}
     assert sorted(by_id) == [1, 2]
     one, two = by_id[1], by_id[2]
-    assert one["n"] == "12345678901234567890.123456789012"
-    assert two["n"] == "0.000000000000000000000000000001"
+    assert str(exact(one["n"])) == "12345678901234567890.123456789012"
+    assert exact(two["n"]) == decimal.Decimal("1e-30") and two["n"]["scale"] == 30
     assert one["n50"] == decimal.Decimal("1234567890123456789012345678901234567890.0123456789")
     assert one["n3810"] == decimal.Decimal("-9999999999999999999999999999.9999999999")
     assert two["n3810"] == decimal.Decimal("1234567890123456789012345678.0123456789")
@@ -82,16 +100,82 @@ def test_postgresql_types_arrive_exactly_and_what_becomes_text_is_exact_text(
     assert (one["j"], one["jb"], two["j"], two["jb"]) == ('{"a": 1}', '{"b": 2}', "null", "[]")
     assert one["u"] == "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
     r = records[0]
-    assert field_schema(r, "n").type is Type.STRING
+    assert field_schema(r, "n").name == VARIABLE_SCALE_DECIMAL
     n50 = field_schema(r, "n50")
     assert (n50.name, n50.parameters) == (DECIMAL, {"scale": "10", PRECISION_PARAM: "50"})
     assert field_schema(r, "t").name == TIME and field_schema(r, "ttz").name == TIME
     assert field_schema(r, "ts").name == TIMESTAMP
+    assert [field_schema(r, c).parameters for c in ("t", "ttz", "ts", "tstz")] == [
+        {TEMPORAL_PARAM: k} for k in ("time", "time", "timestamp", "timestamptz")]
     for name in ("iv", "j", "jb", "u"):
         assert field_schema(r, name).type is Type.STRING
     [(rejected, error)] = reporter.reports  # 24:00:00 is no time of day
     assert "'24:00:00' is outside a day" in str(error)
     assert '"id": 3' in rejected.value
+
+
+def test_unconstrained_numerics_keep_every_digit_and_their_own_scale(engine, postgres_db):
+    """PostgreSQL's `numeric` without a precision (and numerics wider than 76 digits): each
+    value is a VariableScaleDecimal of the scale its text has; NaN has no decimal form and
+    is its row's error."""
+    digits = st.integers(0, 10**120)
+    values = st.tuples(digits, st.integers(0, 80), st.booleans()).map(
+        lambda t: decimal.Decimal(t[0]).scaleb(-t[1], decimal.Context(prec=10_000))
+        .copy_sign(decimal.Decimal(-1 if t[2] else 1)))
+
+    @DB_PROPS
+    @given(st.lists(values, min_size=1, max_size=6))
+    def check(numbers: list[decimal.Decimal]) -> None:
+        table = "u" + uuid.uuid4().hex[:10]
+        postgres_db.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, v NUMERIC, "
+                            "w NUMERIC(200, 80))")
+        texts = [format(n, "f") for n in numbers]
+        insert(postgres_db, table, [(i, t, t) for i, t in enumerate(texts)], "id, v, w")
+        postgres_db.execute(f"INSERT INTO {table} VALUES (-1, 'NaN', NULL), (-2, NULL, NULL)")
+        reporter = Reporter()
+        records = read_table(engine, postgres_db, table, reporter)
+        got = {val(r)["id"]: val(r) for r in records}
+        assert {i: format(exact(got[i]["v"]), "f") for i in range(len(texts))} == \
+            dict(enumerate(texts))
+        assert {i: exact(got[i]["w"]) for i in range(len(texts))} == dict(enumerate(numbers))
+        assert got[-2]["v"] is None and -1 not in got
+        [(_, error)] = reporter.reports
+        assert "'NaN' is not a finite number" in str(error)
+        assert {field_schema(records[0], c).name for c in "vw"} == {VARIABLE_SCALE_DECIMAL}
+
+    check()
+
+
+@pytest.mark.parametrize("granularity", ["nanos_long", "nanos_string",
+                                         "nanos_iso_datetime_string"])
+def test_times_keep_microseconds_under_a_timestamp_granularity(engine, postgres_db,
+                                                                granularity):
+    """A time of day takes timestamp.granularity's form as the timestamps do (nanoseconds
+    of the day, or HH:MM:SS.nnnnnnnnn), so its microseconds survive Connect's millisecond
+    Time; the parameters say which column each came from."""
+    @DB_PROPS
+    @given(st.lists(st.times(), min_size=1, max_size=6))
+    def check(times: list[dt.time]) -> None:
+        table = "g" + uuid.uuid4().hex[:10]
+        postgres_db.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, t TIME(6), "
+                            "ts TIMESTAMP(6), tz TIMESTAMPTZ(6))")
+        insert(postgres_db, table, [(i, t, dt.datetime.combine(dt.date(2024, 2, 29), t),
+                                     dt.datetime.combine(dt.date(1999, 1, 1), t, UTC))
+                                    for i, t in enumerate(times)], "id, t, ts, tz")
+        records = read_table(engine, postgres_db, table, timestamp_granularity=granularity)
+        got = {val(r)["id"]: val(r)["t"] for r in records}
+        micros = [((t.hour * 60 + t.minute) * 60 + t.second) * 1_000_000 + t.microsecond
+                  for t in times]
+        expect = {"nanos_long": [m * 1000 for m in micros],
+                  "nanos_string": [str(m * 1000) for m in micros],
+                  "nanos_iso_datetime_string": [f"{t:%H:%M:%S}.{t.microsecond:06d}000"
+                                                for t in times]}[granularity]
+        assert got == dict(enumerate(expect))
+        params = [field_schema(records[0], c).parameters for c in ("t", "ts", "tz")]
+        assert params == [{TEMPORAL_PARAM: k, TEMPORAL_ENCODING_PARAM: granularity}
+                          for k in ("time", "timestamp", "timestamptz")]
+
+    check()
 
 
 @st.composite

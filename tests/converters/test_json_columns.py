@@ -524,10 +524,11 @@ TO_ARROW_NONE: dict[str, list[bytes]] = {
     "primitive schema": [conv().from_connect_data("t", INT32_SCHEMA, 1)],
     "array schema": [conv().from_connect_data("t", SchemaBuilder.array(INT32_SCHEMA).build(), [1])],
     "map field": [conv().from_connect_data("t", _MAPS, Struct(_MAPS, {"m": {"a": 1}}))],
-    "decimal field": [b'{"schema":{"type":"struct","fields":[{"type":"bytes","optional":false,'
-                      b'"name":"org.apache.kafka.connect.data.Decimal","version":1,'
-                      b'"parameters":{"scale":"0"},"field":"d"}],'
-                      b'"optional":false},"payload":{"d":"AQ=="}}'],
+    "decimal as a number (decimal.format=NUMERIC)": [
+        b'{"schema":{"type":"struct","fields":[{"type":"bytes","optional":false,'
+        b'"name":"org.apache.kafka.connect.data.Decimal","version":1,'
+        b'"parameters":{"scale":"0"},"field":"d"}],'
+        b'"optional":false},"payload":{"d":1}}'],
     "default in the schema": [b'{"schema":{"type":"struct","fields":[{"type":"int32",'
                               b'"optional":true,"default":5,"field":"a"}],"optional":false},'
                               b'"payload":{"a":null}}'],
@@ -663,3 +664,52 @@ def test_epoch_logical_values_decode_as_columns_exactly_as_per_record(kind, data
     got = check_decode(values)
     clean = all(v is None or (type(v) is int and lo <= v <= hi) for v in rows)
     assert (got is not None) == clean
+
+
+@FAST
+@given(data=st.data(), precision=st.integers(1, 40), optional=st.booleans())
+def test_decimal_values_decode_as_columns_exactly_as_per_record(data, precision, optional):
+    """Decimal payloads (base64 of the unscaled value, what JdbcSource's numerics carry)
+    decode into one column equal to the per-record values; a value that is not base64, a
+    number, or one wider than the schema's precision sends the column record by record."""
+    import base64
+    import decimal
+
+    from kctl.api.arrow import PRECISION_PARAM
+    from kctl.api.data import DECIMAL
+
+    scale = data.draw(st.integers(0, min(precision, 12)))
+    schema = Schema(Type.BYTES, optional=optional, name=DECIMAL, version=1,
+                    parameters={"scale": str(scale), PRECISION_PARAM: str(precision)})
+    struct = _struct(("id", INT64_SCHEMA), ("v", schema))
+    prefix = conv()._compile_encoder(struct)[1]
+    limit = 10**precision
+    fits = st.one_of(st.integers(-limit + 1, limit - 1),
+                     st.sampled_from([0, -1, limit - 1, -limit + 1]))
+    wide = st.sampled_from([limit, -limit, 7 * limit, -limit - 1])
+    rows = data.draw(st.lists(st.one_of(st.none(), fits) if optional else fits,
+                              min_size=1, max_size=20))
+    broken = data.draw(st.sampled_from([None, "wide", "not base64", "number"]))
+    texts = []
+    for v in rows:
+        if v is None:
+            texts.append(b"null")
+        else:
+            raw = v.to_bytes(max(1, (v + (v < 0)).bit_length() // 8 + 1), "big", signed=True)
+            texts.append(b'"' + base64.b64encode(raw) + b'"')
+    at = data.draw(st.integers(0, len(rows) - 1))
+    if broken == "wide":
+        v = data.draw(wide)
+        raw = v.to_bytes((v + (v < 0)).bit_length() // 8 + 1, "big", signed=True)
+        texts[at] = b'"' + base64.b64encode(raw) + b'"'
+    elif broken == "not base64":
+        texts[at] = b'"A=B"'
+    elif broken == "number":
+        texts[at] = b"12"
+    values = [prefix + b'{"id":%d,"v":%s}}' % (i, t) for i, t in enumerate(texts)]
+    got = check_decode(values)
+    assert (got is not None) == (broken is None)
+    if got is not None:
+        assert [dict(v[2])["v"] for _, v in got] == [
+            None if v is None else decimal.Decimal(v).scaleb(-scale, decimal.Context(prec=100))
+            for v in rows]

@@ -12,8 +12,10 @@ FileSink under errors.tolerance=all.
   the table.
 - Finding 5: `time` columns became 1970-01-01 timestamps; now a TIME column again.
   Timestamps lost their microseconds with no `timestamp.granularity` to keep them: under
-  nanos_string every digit arrives. `interval`, `json`, `jsonb` and `uuid` arrive as the
-  exact text PostgreSQL prints. `dlq show -o json` cut a rejected value to ~80 characters
+  nanos_string every digit arrives, and the copy's column is a TIMESTAMP again (it was
+  TEXT). `interval`, `json`, `jsonb` and `uuid` arrive as the exact text PostgreSQL prints.
+- An unconstrained `numeric` travels as a VariableScaleDecimal: the copy's column is
+  NUMERIC (it was TEXT), each value exact with its own scale. `dlq show -o json` cut a rejected value to ~80 characters
   (the schema part of the envelope, the payload never visible): now it prints it whole.
 """
 
@@ -107,12 +109,12 @@ KINDS = [
      '{"z": 1, "a": 2}', "ffffffff-ffff-ffff-ffff-ffffffffffff"),
 ]
 KINDS_TEXT = {
-    1: ("1714566615123456000", "1 year 2 mons 3 days 04:05:06.789", '{"a": [1, 2.50]}',
-        '{"b": {"c": null}}', "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
-    2: ("-62135596799999999000", "-00:00:00.000001", "null", "[]",
+    1: (dt.datetime(2024, 5, 1, 12, 30, 15, 123456), "1 year 2 mons 3 days 04:05:06.789",
+        '{"a": [1, 2.50]}', '{"b": {"c": null}}', "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
+    2: (dt.datetime(1, 1, 1, 0, 0, 0, 1), "-00:00:00.000001", "null", "[]",
         "00000000-0000-0000-0000-000000000000"),
-    3: ("253402300799999999000", "178000000 years", '"\\u00e9 \\n"', '{"a": 2, "z": 1}',
-        "ffffffff-ffff-ffff-ffff-ffffffffffff"),
+    3: (dt.datetime(9999, 12, 31, 23, 59, 59, 999999), "178000000 years", '"\\u00e9 \\n"',
+        '{"a": 2, "z": 1}', "ffffffff-ffff-ffff-ffff-ffffffffffff"),
 }
 
 
@@ -181,13 +183,18 @@ def test_exact_values_through_a_worker(tmp_path, postgres_db, mariadb_db):
         # Connect's Time is milliseconds of the day on the wire (as in Kafka Connect)
         want = {(i, n, D(free), t.replace(microsecond=t.microsecond // 1000 * 1000))
                 for i, n, free, t in SOURCE_ROWS}
-        wait_until(lambda: set(rows(postgres_db, "SELECT id, n, CAST(free AS NUMERIC), t "
+        wait_until(lambda: set(rows(postgres_db, "SELECT id, n, free, t "
                                                  "FROM amounts_copy")) == want,
                    timeout=180, interval=0.5, message="every digit in the copy",
                    on_timeout=lambda: rows(postgres_db, "SELECT * FROM amounts_copy"))
-        [(t_type,)] = postgres_db.query("SELECT data_type FROM information_schema.columns "
-                                        "WHERE table_name = 'amounts_copy' AND column_name = 't'")
-        assert t_type == "time without time zone"
+        types = dict(postgres_db.query("SELECT column_name, data_type FROM "
+                                       "information_schema.columns WHERE table_name = "
+                                       "'amounts_copy'"))
+        assert (types["t"], types["free"]) == ("time without time zone", "numeric")
+        # the unconstrained numeric's values exactly as the source prints them, scale and all
+        assert rows(postgres_db, "SELECT s.id FROM amounts s JOIN amounts_copy c USING (id) "
+                                 "WHERE s.free::text = c.free::text ORDER BY 1") == \
+            [(1,), (2,), (3,)]
 
         # microseconds under timestamp.granularity, and the kinds Connect has no type for,
         # each as the exact text PostgreSQL prints (read back from the copy's text columns)
@@ -198,7 +205,11 @@ def test_exact_values_through_a_worker(tmp_path, postgres_db, mariadb_db):
         text_columns = postgres_db.query(
             "SELECT column_name FROM information_schema.columns WHERE table_name = "
             "'kinds_copy' AND data_type = 'text' ORDER BY column_name")
-        assert [c for (c,) in text_columns] == ["at", "iv", "j", "jb", "u"]
+        assert [c for (c,) in text_columns] == ["iv", "j", "jb", "u"]
+        [(at_type,)] = postgres_db.query(
+            "SELECT data_type FROM information_schema.columns WHERE table_name = "
+            "'kinds_copy' AND column_name = 'at'")
+        assert at_type == "timestamp without time zone"  # as the source's column
 
         wait_until(lambda: dlq_offsets(w, "maria") == MARIADB_REFUSES, timeout=180,
                    message="NaN, the infinities and the too-wide decimal in MariaDB's DLQ")

@@ -712,6 +712,11 @@ class FileSinkTask(SinkTask):
         return self.context.spark()
 
 
+_VARIABLE_SCALE = pa.struct([pa.field("scale", pa.int32(), False),
+                             pa.field("value", pa.binary(), False)])
+_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+
+
 def _spark_ready(table: pa.Table, fmt: str) -> pa.Table:
     """Decimals wider than Spark's 38 digits (Arrow decimal256) written as their exact text,
     and Connect Times as theirs (HH:MM:SS.ffffff): Spark refuses its TIME type unless
@@ -720,6 +725,12 @@ def _spark_ready(table: pa.Table, fmt: str) -> pa.Table:
     for i, f in enumerate(table.schema):
         if pa.types.is_decimal256(f.type) or pa.types.is_time(f.type):
             column = table.column(i).cast(pa.string())
+        elif fmt == "csv" and f.type == _VARIABLE_SCALE:
+            # csv holds no struct: a VariableScaleDecimal (JdbcSource's unconstrained
+            # numerics) as its exact decimal text; parquet and json keep the struct
+            column = pa.array([None if v is None else format(decimal.Decimal(int.from_bytes(
+                v["value"], "big", signed=True)).scaleb(-v["scale"], _EXACT), "f")
+                for v in table.column(i).to_pylist()], pa.string())
         elif fmt == "csv" and pa.types.is_binary(f.type):
             column = pa.array([None if b is None else base64.b64encode(b).decode("ascii")
                                for b in table.column(i).to_pylist()], pa.string())

@@ -35,7 +35,8 @@ def connection_config_def() -> ConfigDef:
                     "JDBC URL: jdbc:postgresql://HOST:PORT/DB, jdbc:sqlite:PATH or "
                     "jdbc:mariadb://HOST:PORT/DB (jdbc:mysql:// is read as MariaDB)."))
         .define("connection.user", ConfigType.STRING, None, importance=Importance.HIGH,
-                group=CONNECTION_GROUP, doc="Database user (or `user` in the URL).")
+                group=CONNECTION_GROUP, doc="Database user (or `user=` in the URL, or its `user:password@`; this key first, "
+                    "then `user=`/`password=`, then `user:password@`).")
         .define("connection.password", ConfigType.PASSWORD, None, importance=Importance.HIGH,
                 group=CONNECTION_GROUP,
                 doc="Database password. Masked in every answer; give it as "
@@ -87,14 +88,21 @@ class Dialect:
         return ".".join(self.quote_identifier(p) for p in split_table(name))
 
     def parse(self, url: str) -> ConnectionSpec:
+        """Host, port, database and parameters; a `user:password@` before the host counts
+        as the `user` and `password` parameters (which win over it)."""
         rest = url.split(":", 2)[2] if url.count(":") >= 2 else ""
         if self.name == "sqlite":
             path, _, query = rest.partition("?")
             return ConnectionSpec(database=path, params=dict(parse_qsl(query)))
         parts = urlsplit(rest if rest.startswith("//") else "//" + rest)
+        params = dict(parse_qsl(parts.query))
+        user, password = url_login(url)
+        if user is not None:
+            params.setdefault("user", user)
+        if password is not None:
+            params.setdefault("password", password)
         return ConnectionSpec(host=parts.hostname or "localhost", port=parts.port,
-                              database=unquote(parts.path.lstrip("/")),
-                              params=dict(parse_qsl(parts.query)))
+                              database=unquote(parts.path.lstrip("/")), params=params)
 
     def connect(self, url: str, user: str | None = None,
                 password: str | Password | None = None) -> Any:
@@ -129,8 +137,13 @@ class Dialect:
 
     def spark_options(self, url: str, user: str | None = None,
                       password: str | Password | None = None) -> dict[str, str]:
-        """Options for `spark.read/write.format("jdbc")`."""
+        """Options for `spark.read/write.format("jdbc")`. The JDBC drivers do not read a
+        URL's `user:password@`: it goes without it, the login as options."""
         opts = {"url": spark_url(url), "driver": self.driver_class}
+        url_user, url_password = url_login(url)
+        user = user or url_user
+        if password is None:
+            password = url_password
         if user:
             opts["user"] = user
         if password is not None:
@@ -206,11 +219,24 @@ def dialect_for(url: str, *, key: str = "connection.url") -> Dialect:
                       f"support {supported}", key=key)
 
 
+_LOGIN = re.compile(r"^(jdbc:[a-z0-9]+://)([^/?#@\s]*)@")
+
+
+def url_login(url: str) -> tuple[str | None, str | None]:
+    """The `user:password@` of a URL (percent-decoded), each None when absent."""
+    m = _LOGIN.match(url.strip())
+    if m is None:
+        return None, None
+    user, colon, password = m.group(2).partition(":")
+    return unquote(user) or None, unquote(password) if colon else None
+
+
 def spark_url(url: str) -> str:
-    """The URL as Spark should see it. Spark picks its SQL dialect (quoting, types) from
-    the URL's prefix and knows MariaDB only as `jdbc:mysql:`, which MariaDB's driver
-    accepts with `permitMysqlScheme`."""
-    url = url.strip()
+    """The URL as Spark should see it: without a `user:password@` (PostgreSQL's and
+    MariaDB's JDBC drivers would read it as the host; `spark_options` passes the login).
+    Spark picks its SQL dialect (quoting, types) from the URL's prefix and knows MariaDB
+    only as `jdbc:mysql:`, which MariaDB's driver accepts with `permitMysqlScheme`."""
+    url = _LOGIN.sub(r"\1", url.strip())
     if url.startswith(("jdbc:mariadb:", "jdbc:mysql:")):
         url = "jdbc:mysql:" + url.split(":", 2)[2]
         if "permitMysqlScheme" not in url:

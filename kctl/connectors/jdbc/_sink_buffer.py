@@ -5,6 +5,9 @@ the records that cannot become a row set aside as their own errors for the DLQ."
 from __future__ import annotations
 
 import bisect
+import datetime as dt
+import decimal
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,7 +17,15 @@ import pyarrow.compute as pc
 
 from kctl.api import DataError, Schema, SinkBatch, SinkRecord, Struct, TopicPartition, Type
 from kctl.api.arrow import connect_to_arrow_type, structs_to_table
-from kctl.api.data import INT32_SCHEMA, INT64_SCHEMA, STRING_SCHEMA, Field
+from kctl.api.data import (
+    INT32_SCHEMA,
+    INT64_SCHEMA,
+    STRING_SCHEMA,
+    VARIABLE_SCALE_DECIMAL,
+    Field,
+    temporal_encoding,
+    temporal_kind,
+)
 from kctl.connectors.jdbc import _sink_sql as sql
 from kctl.connectors.jdbc._common import Dialect
 from kctl.connectors.jdbc._sink_config import (
@@ -289,6 +300,7 @@ class RowBuilder:
                 else:
                     arrays[c.staging] = values.column(c.name)
             arrays[STAGING_DELETE] = pa.array([False] * n, pa.bool_())
+            _convert(arrays, columns, unfit)
             return pa.table(arrays)
         records = part
         n = len(records)
@@ -316,6 +328,7 @@ class RowBuilder:
             else:
                 arrays[c.staging] = pa.nulls(n, connect_to_arrow_type(c.schema))
         arrays[STAGING_DELETE] = pa.array([r.value is None for r in records], pa.bool_())
+        _convert(arrays, columns, unfit)
         return pa.table(arrays)
 
 
@@ -332,8 +345,104 @@ def key_schema_of(r: SinkRecord) -> Schema | None:
 
 
 def _stage_type(schema: Schema) -> pa.DataType:
-    """The Arrow type a column is staged as: decimals and times as their exact text."""
-    return pa.string() if sql.staged_as_text(schema) else connect_to_arrow_type(schema)
+    """The Arrow type a column is staged as: decimals and times as their exact text,
+    timestamps in an encoding (`kctl.temporal.encoding`) as instants."""
+    if sql.staged_as_text(schema):
+        return pa.string()
+    if temporal_encoding(schema) is not None:
+        return pa.timestamp("us", tz="UTC")
+    return connect_to_arrow_type(schema)
+
+
+def _convert(arrays: dict[str, Any], columns: Sequence[Column],
+             unfit: dict[int, DataError]) -> None:
+    """Columns whose values Arrow's cast cannot stage, converted in place: variable-scale
+    decimals to their exact text, encoded timestamps and times (timestamp.granularity's
+    forms) to instants and time text. A value that does not convert (nanoseconds a column
+    cannot hold, text that is no time) is its row's error."""
+    for c in columns:
+        encoding = temporal_encoding(c.schema)
+        if c.schema.name != VARIABLE_SCALE_DECIMAL and encoding is None:
+            continue
+        col = arrays[c.staging]
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        out: list[Any] = []
+        if c.schema.name == VARIABLE_SCALE_DECIMAL:
+            convert: Callable[[Any], Any] = _variable_scale_text
+            typ = pa.string()
+        else:
+            assert encoding is not None
+            time = temporal_kind(c.schema) == "time"
+            convert = _time_text(encoding) if time else _instant(encoding)
+            typ = pa.string() if time else pa.timestamp("us", tz="UTC")
+        for i, v in enumerate(col.to_pylist()):
+            try:
+                out.append(None if v is None else convert(v))
+            except (ValueError, TypeError, ArithmeticError, KeyError) as e:
+                out.append(None)
+                unfit.setdefault(i, DataError(f"Field {c.name!r}: {v!r} {e}"))
+        arrays[c.staging] = pa.array(out, typ)
+
+
+def _variable_scale_text(v: Any) -> str:
+    """A VariableScaleDecimal (struct of scale and unscaled bytes) as its exact text."""
+    unscaled = int.from_bytes(v["value"], "big", signed=True)
+    return format(decimal.Decimal(unscaled).scaleb(-int(v["scale"]), _EXACT), "f")
+
+
+_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+
+
+def _micros_of_nanos(nanos: int) -> int:
+    micros, rest = divmod(nanos, 1000)
+    if rest:
+        raise ValueError("has nanoseconds: the column holds microseconds")
+    return micros
+
+
+_ISO = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?")
+_ISO_TIME = re.compile(r"(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?")
+
+
+def _fraction_micros(frac: str | None) -> int:
+    frac = (frac or "").ljust(9, "0")
+    if frac[6:].strip("0"):
+        raise ValueError("has nanoseconds: the column holds microseconds")
+    return int(frac[:6])
+
+
+def _instant(encoding: str) -> Callable[[Any], dt.datetime]:
+    def convert(v: Any) -> dt.datetime:
+        if encoding == "nanos_iso_datetime_string":
+            m = _ISO.fullmatch(str(v).rstrip("Z"))
+            if m is None:
+                raise ValueError("is no yyyy-MM-ddTHH:mm:ss.nnnnnnnnn timestamp")
+            base = dt.datetime.fromisoformat(m.group(1)).replace(tzinfo=dt.UTC)
+            return base + dt.timedelta(microseconds=_fraction_micros(m.group(2)))
+        nanos = int(v) if encoding == "nanos_long" else int(str(v), 10)
+        return _EPOCH + dt.timedelta(microseconds=_micros_of_nanos(nanos))
+    return convert
+
+
+def _time_text(encoding: str) -> Callable[[Any], str]:
+    def convert(v: Any) -> str:
+        if encoding == "nanos_iso_datetime_string":
+            m = _ISO_TIME.fullmatch(str(v))
+            if m is None:
+                raise ValueError("is no HH:mm:ss.nnnnnnnnn time")
+            micros = ((int(m.group(1)) * 60 + int(m.group(2))) * 60 + int(m.group(3))) \
+                * 1_000_000 + _fraction_micros(m.group(4))
+        else:
+            micros = _micros_of_nanos(int(v) if encoding == "nanos_long" else int(str(v), 10))
+        if not 0 <= micros < 86_400_000_000:
+            raise ValueError("is outside a day")
+        sec, us = divmod(micros, 1_000_000)
+        return f"{sec // 3600:02d}:{sec // 60 % 60:02d}:{sec % 60:02d}.{us:06d}"
+    return convert
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 # doubles a database cannot store: it would refuse the whole batch (MariaDB's driver writes

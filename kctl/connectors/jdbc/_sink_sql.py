@@ -17,7 +17,15 @@ from typing import Any
 
 from kctl.api import Schema, Type
 from kctl.api.arrow import PRECISION_PARAM
-from kctl.api.data import DATE, DECIMAL, TIME, TIMESTAMP
+from kctl.api.data import (
+    DATE,
+    DECIMAL,
+    TIME,
+    TIMESTAMP,
+    VARIABLE_SCALE_DECIMAL,
+    temporal_encoding,
+    temporal_kind,
+)
 from kctl.connectors.jdbc._common import Dialect, split_table
 from kctl.errors import ConnectError
 
@@ -43,6 +51,32 @@ def prepare(dialect: Dialect, sql: str) -> str:
 
 # --- types ---------------------------------------------------------------------------------
 
+# The user manual's table of the columns auto.create and auto.evolve make (docs/configuration.md)
+TYPES_DOC = """### Column types
+
+The column `auto.create` (and `auto.evolve`) makes for each field:
+
+| field | PostgreSQL | MariaDB | SQLite |
+| --- | --- | --- | --- |
+| int8, int16, int32, int64 | SMALLINT, SMALLINT, INTEGER, BIGINT | TINYINT, SMALLINT, INT, BIGINT | INTEGER |
+| float32, float64 | REAL, DOUBLE PRECISION | FLOAT, DOUBLE | REAL |
+| boolean | BOOLEAN | BOOLEAN | INTEGER |
+| string, bytes | TEXT, BYTEA | LONGTEXT, LONGBLOB (VARCHAR(256), VARBINARY(256) in a key) | TEXT, BLOB |
+| Decimal | NUMERIC | DECIMAL(p,s), p from `connect.decimal.precision` (else 65) | TEXT (exact) |
+| `io.debezium.data.VariableScaleDecimal` | NUMERIC (each value keeps its scale) | DECIMAL(65,30) | TEXT (exact) |
+| Date | DATE | DATE | DATE |
+| Timestamp with `kctl.temporal=timestamp` | TIMESTAMP | DATETIME(6) | TIMESTAMP |
+| Timestamp with `kctl.temporal=timestamptz`, or without the parameter (Kafka Connect's) | TIMESTAMP WITH TIME ZONE | DATETIME(6) | TIMESTAMP |
+| Time | TIME | TIME(6) | TEXT |
+| int64 or string with `kctl.temporal` and `kctl.temporal.encoding` (JdbcSource's `timestamp.granularity` forms) | the column of its `kctl.temporal`, to the microsecond | the same | the same |
+
+A timestamp without a time zone holds the UTC wall clock (every session runs in UTC). A
+value the column cannot hold is its record's error (the dead letter queue), never a
+rounded value: a decimal wider than its column, a NaN in MariaDB, an encoded timestamp or
+time with nanoseconds below the microsecond. The fields' names are the columns' names in
+every message, the staging table's included.
+"""
+
 
 class UnsupportedType(ConnectError):
     """A field whose type has no column type here (arrays, maps, nested structs)."""
@@ -61,6 +95,14 @@ def column_type(dialect: Dialect, schema: Schema, *, key: bool = False,
     own type, maybe narrower, then judges each value in the INSERT ... SELECT, where a value
     that does not fit is one row's error instead of the whole Spark write's)."""
     d = dialect.name
+    kind = temporal_kind(schema)
+    if kind is not None and (schema.name in (TIMESTAMP, TIME) or temporal_encoding(schema)):
+        return _temporal_type(d, kind, staging)
+    if schema.name == VARIABLE_SCALE_DECIMAL:
+        if staging or d == "sqlite":
+            return _TEXT[d]  # exact text; SQLite's NUMERIC would keep 15 digits
+        # MariaDB's widest: a value with more digits after the point is the row's error
+        return "NUMERIC" if d == "postgresql" else "DECIMAL(65,30)"
     if schema.name == DECIMAL:
         scale, precision = _decimal_scale(schema)
         if d == "mariadb" and scale > 30:
@@ -107,10 +149,33 @@ def column_type(dialect: Dialect, schema: Schema, *, key: bool = False,
 _TEXT = {"postgresql": "TEXT", "mariadb": "LONGTEXT", "sqlite": "TEXT"}
 
 
+def _temporal_type(d: str, kind: str, staging: bool) -> str:
+    """The column for a value whose schema names its source column's kind (`kctl.temporal`):
+    `timestamp` keeps no time zone (the UTC wall clock), `timestamptz` is an instant, and
+    both keep microseconds. Staging holds instants (COPY's text carries the zone) and times
+    as text; the statements convert them in a UTC session."""
+    if kind == "time":
+        if staging:
+            return _TEXT[d]
+        return {"postgresql": "TIME", "mariadb": "TIME(6)"}.get(d, "TEXT")
+    if staging:
+        return {"postgresql": "TIMESTAMP WITH TIME ZONE", "mariadb": "DATETIME(6)"}.get(
+            d, "TIMESTAMP")
+    if d == "postgresql":
+        return "TIMESTAMP" if kind == "timestamp" else "TIMESTAMP WITH TIME ZONE"
+    return "DATETIME(6)" if d == "mariadb" else "TIMESTAMP"
+
+
 def staged_as_text(schema: Schema) -> bool:
     """Decimals and times travel through Spark as their exact text (Spark's decimals stop
     at 38 digits and it has no time of day); the statements read them back as their type."""
-    return schema.name in (DECIMAL, TIME)
+    return schema.name in (DECIMAL, TIME, VARIABLE_SCALE_DECIMAL) or (
+        temporal_encoding(schema) is not None and temporal_kind(schema) == "time")
+
+
+def staged_time(schema: Schema) -> bool:
+    return schema.name == TIME or (temporal_encoding(schema) is not None
+                                   and temporal_kind(schema) == "time")
 
 
 def staged(dialect: Dialect, column: Column, alias: str = "") -> str:
@@ -119,7 +184,7 @@ def staged(dialect: Dialect, column: Column, alias: str = "") -> str:
     MariaDB's strict mode refuses a value that does not fit (a row's error)."""
     ref = f"{alias}.{column.staging}" if alias else column.staging
     if dialect.name == "postgresql" and staged_as_text(column.schema):
-        return f"CAST({ref} AS {'NUMERIC' if column.schema.name == DECIMAL else 'TIME'})"
+        return f"CAST({ref} AS {'TIME' if staged_time(column.schema) else 'NUMERIC'})"
     return ref
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -89,12 +90,14 @@ class Writer:
         self.staging: dict[str, _Staging] = {}
         self._no_copy: set[str] = set()  # tables COPY cannot write (views)
         self.db_offsets: dict[TopicPartition, int] = {}  # exactly_once: what the DB holds
+        self._names: dict[str, tuple[str, str]] = {}  # staging column -> (field, table)
         db.on_close.append(self.staging.clear)
 
     def write(self, table: str, rows: Rows, offsets: Mapping[TopicPartition, int]) -> None:
         """Stage the rows, merge them into `table` with the offsets, leave staging empty.
         Plain inserts COPY straight into `table` when they can: a row the table refuses
         sends the batch through staging, where bisection finds it."""
+        self._names = {c.staging: (c.name, table) for c in rows.columns}
         if self._copies_into_target(table, rows):
             plan = _Plan([], [], [], dict(rows.rejected), rows.origin, rows.earlier,
                          copy=(table, rows.columns, rows.table))
@@ -239,7 +242,7 @@ class Writer:
             raise Transient(e) from None
         if kind != sql.ROW:
             raise JdbcSinkError(f"Spark could not write to the staging table of "
-                                f"{self.dialect.name}: {message(e)}") from None
+                                f"{self.dialect.name}: {self._say(message(e))}") from None
 
     def _stage(self, staging: str, rows: Rows) -> dict[int, BaseException]:
         """COPY or Spark writes the rows into staging. Staging takes any value its wide types
@@ -326,7 +329,7 @@ class Writer:
             for r in sorted(failed):  # before the commit: a crash dead-letters them again
                 error = failed[r]
                 self._reject(plan.origin(r), error if isinstance(error, DataError)
-                             else RowRejected(message(error)))
+                             else RowRejected(self._say(message(error))))
             conn.commit()
         except (_RowFault, _CopyRefused):
             self.db.rollback(conn)
@@ -341,9 +344,22 @@ class Writer:
                 raise Transient(e) from None
             if kind == sql.ROW and not bisecting:
                 raise _RowFault() from None
-            raise JdbcSinkError(f"Writing to the table failed: {message(e)}") from None
+            raise JdbcSinkError(f"Writing to the table failed: {self._say(message(e))}") \
+                from None
         for tp, off in offsets.items():
             self.db_offsets[tp] = off
+
+    def _say(self, text: str) -> str:
+        """A database's message in the user's names: a staging column (`c12`, or
+        `db`.`kctl_stage_...`.`c12` as MariaDB writes it) becomes the record field and
+        target table it holds."""
+        def name(m: re.Match[str]) -> str:
+            found = self._names.get(m.group("col"))
+            if found is None:
+                return m.group(0)
+            q = m.group("q")
+            return f"{q}{found[0]}{q} (of {found[1]})"
+        return _STAGING_COLUMN.sub(name, text)
 
     def _attempt(self, cur: Any, statements: list[str], lo: int, hi: int) -> BaseException | None:
         """The statements for rows lo..hi under a savepoint; a row's fault is returned (and
@@ -434,10 +450,14 @@ CSV_CHUNK_ROWS = 65_536  # rows per COPY write: bounded memory for the CSV text
 def csv_chunks(table: pa.Table) -> Iterator[bytes]:
     """The rows as PostgreSQL's CSV: Arrow quotes every string (so "" is an empty string
     and a bare empty field is NULL), writes doubles in their shortest exact form (nan, inf
-    and -0 included, which PostgreSQL reads back bit for bit) and timestamps with their
-    zone; bytes become bytea's hex text."""
+    and -0 included, which PostgreSQL reads back bit for bit) and timestamps as their UTC
+    wall clock, which the session (in UTC, `SESSION_INIT`) reads as that instant: Arrow
+    writes a timestamp with a zone ten times slower, looking the zone up for each value;
+    bytes become bytea's hex text."""
     binary = [i for i, f in enumerate(table.schema)
               if pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
+    zoned = [i for i, f in enumerate(table.schema)
+             if pa.types.is_timestamp(f.type) and f.type.tz is not None]
     options = pa_csv.WriteOptions(include_header=False)
     for start in range(0, max(table.num_rows, 1), CSV_CHUNK_ROWS):
         piece = table.slice(start, CSV_CHUNK_ROWS)
@@ -445,9 +465,17 @@ def csv_chunks(table: pa.Table) -> Iterator[bytes]:
             piece = piece.set_column(i, piece.schema.field(i).name, pa.array(
                 [None if b is None else "\\x" + b.hex() for b in piece[i].to_pylist()],
                 pa.string()))
+        for i in zoned:  # the same epoch values, read as UTC wall clock
+            f = piece.schema.field(i)
+            piece = piece.set_column(i, f.name, piece[i].cast(pa.timestamp(f.type.unit)))
         sink = pa.BufferOutputStream()
         pa_csv.write_csv(piece, sink, options)
         yield sink.getvalue().to_pybytes()
+
+
+# a staging column in a message: 'c3', "c3", `c3`, or qualified `db`.`kctl_stage_x`.`c3`
+_STAGING_COLUMN = re.compile(r"(?:(?P<q0>[`'\"])[^`'\"\s]*(?P=q0)\.){0,2}"
+                             r"(?P<q>[`'\"])(?P<col>c\d+)(?P=q)")
 
 
 def no_origin(r: int) -> SinkRecord:

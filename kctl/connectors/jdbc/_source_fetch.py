@@ -29,6 +29,7 @@ from kctl.connectors.jdbc._source_values import (
     _sqlite_temporal,
     _time_of_day,
     _typed,
+    with_column_types,
 )
 
 if TYPE_CHECKING:
@@ -128,7 +129,7 @@ class _Fetching:
     _spark: SparkSession
     _opts: dict[str, str]
     _stop: threading.Event
-    _schemas: dict[tuple[pa.Schema, str | None], Schema]
+    _schemas: dict[tuple[pa.Schema, str | None, str], Schema]
 
     def _load(self, t: _Table, sql: str, partition: tuple[str, int, int, int] | None
               ) -> DataFrame:
@@ -303,12 +304,12 @@ class _Fetching:
             good = table.take(pa.array(keep, type=pa.int64()))
         good = self._strict(t, good)
         values = good.to_struct_array().combine_chunks()
-        value_schema = self._connect_schema(good.schema, t.schema_name)
+        value_schema = self._connect_schema(good.schema, t.schema_name, t)
         key_schema, keys = None, None
         if t.key and all(k in good.column_names for k in t.key):
             kt = good.select(t.key)
             keys = kt.to_struct_array().combine_chunks()
-            key_schema = self._connect_schema(kt.schema, None)
+            key_schema = self._connect_schema(kt.schema, None, t)
         out: list[Item] = []
         start = 0  # row index in `table`
         taken = 0  # rows of `good` used
@@ -338,17 +339,20 @@ class _Fetching:
             return table
         return pa.Table.from_arrays(table.columns, schema=schema)
 
-    def _connect_schema(self, schema: pa.Schema, name: str | None) -> Schema:
-        """The Connect schema of a read's rows; a table's value schemas are versioned in
+    def _connect_schema(self, schema: pa.Schema, name: str | None, t: _Table) -> Schema:
+        """The Connect schema of rows of `t` (cached): Arrow's, with what the table's
+        column types add (`with_column_types`); a table's value schemas are versioned in
         the order this task met them, so a column added while it is read (Spark's read
         takes the table's columns afresh each time) is the next version."""
-        got = self._schemas.get((schema, name))
+        key = (schema, name, t.label)
+        got = self._schemas.get(key)
         if got is None:
-            got = arrow_schema_to_connect(schema, name)
+            got = with_column_types(arrow_schema_to_connect(schema, name), t.columns,
+                                    self.dialect.name, self.s.granularity)
             if name is not None:
-                version = 1 + sum(1 for _, n in self._schemas if n == name)
+                version = 1 + sum(1 for _, n, _ in self._schemas if n == name)
                 got = dataclasses.replace(got, version=version)
-            self._schemas[(schema, name)] = got
+            self._schemas[key] = got
         return got
 
     def _errant(self, t: _Table, rows: _Rows, i: int, offset: dict[str, Any]) -> _Errant:

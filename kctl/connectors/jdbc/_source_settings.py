@@ -127,7 +127,9 @@ CONFIG_DEF: ConfigDef = (
                 "nanos_long (int64 epoch nanoseconds: years 1677 to 2262, a row outside "
                 "them goes to the dead letter queue), nanos_string (the same as a string, "
                 "any year) or nanos_iso_datetime_string (UTC, yyyy-MM-ddTHH:mm:ss.nnnnnnnnn). "
-                "The last three keep microseconds."))
+                "The last three keep microseconds, times of day too (nanoseconds of the day, "
+                "or HH:mm:ss.nnnnnnnnn), and say so in schema parameters (kctl.temporal, "
+                "kctl.temporal.encoding), so JdbcSink writes timestamp and time columns."))
     .define("snapshot.initial", ConfigType.BOOLEAN, True, importance=Importance.LOW,
             group=POLL_GROUP, doc=(
                 "Incremental modes: a table without a stored offset is first read as a "

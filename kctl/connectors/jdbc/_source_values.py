@@ -14,6 +14,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kctl.api import Schema, Type
+from kctl.api.data import (
+    TEMPORAL_ENCODING_PARAM,
+    TEMPORAL_PARAM,
+    TIME,
+    TIMESTAMP,
+    Field,
+    variable_scale_decimal_schema,
+)
 from kctl.connectors.jdbc._catalog import (
     ARROW_DECIMAL_DIGITS,
     EPOCH,
@@ -22,6 +31,48 @@ from kctl.connectors.jdbc._catalog import (
     timestamp_text,
 )
 from kctl.connectors.jdbc._source_settings import CONNECT_LOGICAL, NANOS_LONG, NANOS_STRING
+
+# The user manual's table of what each column becomes (docs/configuration.md, JdbcSource)
+TYPES_DOC = """### Column types
+
+What a column becomes in the record's value (and key). The schema parameters below travel
+with the schema (JsonConverter writes them in its envelope), so JdbcSink's `auto.create`
+makes the same kind of column again.
+
+| column | field | parameters |
+| --- | --- | --- |
+| `numeric(p,s)` / `decimal(p,s)`, p up to 76 | Connect's Decimal (bytes), scale s; `numeric.mapping` may make it an integer or a double | `scale`, `connect.decimal.precision` = p |
+| `numeric` without a precision (PostgreSQL), or p above 76 | `io.debezium.data.VariableScaleDecimal` (Debezium's): a struct of `scale` (int32, each value's own: `12.50` keeps 2) and `value` (bytes: the unscaled value, big-endian two's complement, as Decimal's). NaN and infinities have no decimal form: that row goes to the dead letter queue | |
+| `timestamp` (PostgreSQL), `datetime` (MariaDB), SQLite `DATETIME`/`TIMESTAMP` | Connect's Timestamp (epoch milliseconds) | `kctl.temporal` = `timestamp` (no time zone) |
+| `timestamptz` (PostgreSQL), `timestamp` (MariaDB) | Connect's Timestamp | `kctl.temporal` = `timestamptz` |
+| `time`, `timetz` (in UTC), SQLite `TIME` | Connect's Time (milliseconds of the day) | `kctl.temporal` = `time` |
+
+With `timestamp.granularity` other than `connect_logical`, timestamps and times keep their
+microseconds: `nanos_long` makes an int64 (epoch nanoseconds; for a time, nanoseconds of
+the day), `nanos_string` the same as decimal text, `nanos_iso_datetime_string` ISO text
+(`yyyy-MM-ddTHH:mm:ss.nnnnnnnnn` in UTC; a time `HH:mm:ss.nnnnnnnnn`). Their schemas
+carry `kctl.temporal` and `kctl.temporal.encoding` (the granularity's name), so a sink
+reads them as timestamps and times, not as numbers or text.
+"""
+
+# Debezium's VariableScaleDecimal as Arrow: each value's scale and unscaled bytes
+VARIABLE_SCALE_ARROW = pa.struct([pa.field("scale", pa.int32(), False),
+                                  pa.field("value", pa.binary(), False)])
+_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+
+
+def variable_scale(text: str) -> dict[str, Any]:
+    """A numeric's exact text as VariableScaleDecimal's fields: the scale its text has
+    (12.50 keeps 2) and the unscaled value; ValueError for NaN and infinities."""
+    d = decimal.Decimal(text.strip())
+    if not d.is_finite():
+        raise ValueError(f"{text.strip()!r} is not a finite number: a decimal cannot hold it")
+    exponent = d.as_tuple().exponent
+    assert isinstance(exponent, int)
+    scale = max(0, -exponent)
+    unscaled = int(d.scaleb(scale, _EXACT))
+    return {"scale": scale, "value": unscaled.to_bytes(
+        max(1, (unscaled + (unscaled < 0)).bit_length() // 8 + 1), "big", signed=True)}
 
 
 def _is_identity(order: pa.Array) -> bool:
@@ -86,9 +137,10 @@ def _time_of_day(text: str, zoned: bool) -> int:
 
 def _typed(columns: Sequence[Column], table: pa.Table, bad: dict[int, str]) -> pa.Table:
     """The columns read as text (Column.read_as_text) as their types: times of day as
-    Connect's Time, MariaDB's BIT(n) as its bytes, numerics of a declared precision up to Arrow's 76 digits as exact
-    decimals; unconstrained numerics (and wider ones) stay their exact text. A value that
-    does not convert is its row's error (the dead letter queue)."""
+    Connect's Time, MariaDB's BIT(n) as its bytes, numerics of a declared precision up to
+    Arrow's 76 digits as exact decimals, unconstrained numerics (and wider ones) as
+    VariableScaleDecimal. A value that does not convert is its row's error (the dead
+    letter queue)."""
     for c in columns:
         if not c.read_as_text or c.name not in table.column_names:
             continue
@@ -101,6 +153,8 @@ def _typed(columns: Sequence[Column], table: pa.Table, bad: dict[int, str]) -> p
             typ, conv = pa.binary(), lambda v, n=c.bits: _bits(v, n)
         elif c.precision is not None and c.precision <= ARROW_DECIMAL_DIGITS:
             typ, conv = pa.decimal256(c.precision, c.scale or 0), decimal.Decimal
+        elif c.numeric:
+            typ, conv = VARIABLE_SCALE_ARROW, variable_scale
         else:
             continue
         out: list[Any] = []
@@ -113,6 +167,56 @@ def _typed(columns: Sequence[Column], table: pa.Table, bad: dict[int, str]) -> p
         idx = table.column_names.index(c.name)
         table = table.set_column(idx, pa.field(c.name, typ), pa.array(out, type=typ))
     return table
+
+
+def temporal_kind_of(c: Column, dialect: str) -> str | None:
+    """`timestamp`, `timestamptz` or `time` for a column that holds one (the
+    `kctl.temporal` parameter, which tells a sink which column type to create)."""
+    t = c.type_name
+    if dialect == "sqlite":
+        if not c.sqlite_temporal or c.sqlite_date:
+            return None
+        return "time" if c.sqlite_time else "timestamp"
+    if t in ("timestamp without time zone", "datetime"):
+        return "timestamp"
+    if t == "timestamp with time zone" or (t == "timestamp" and dialect == "mariadb"):
+        return "timestamptz"  # MariaDB's TIMESTAMP is an instant, kept in UTC
+    if c.time_of_day:
+        return "time"
+    return None
+
+
+def with_column_types(schema: Schema, columns: Sequence[Column], dialect: str,
+                      granularity: str) -> Schema:
+    """The value schema with what the source columns say and Arrow cannot: which kind of
+    timestamp or time a field came from (and how timestamp.granularity encoded it), and
+    that a struct of scale and bytes is a VariableScaleDecimal."""
+    by_name = {c.name: c for c in columns}
+    fields, changed = [], False
+    for f in schema.fields:
+        fs = f.schema
+        c = by_name.get(f.name)
+        kind = temporal_kind_of(c, dialect) if c is not None else None
+        params: dict[str, str] | None = None
+        if c is not None and c.numeric and fs.type is Type.STRUCT and \
+                [x.name for x in fs.fields] == ["scale", "value"]:
+            fs = variable_scale_decimal_schema(fs.optional)
+        elif kind is not None and fs.name in (TIMESTAMP, TIME):
+            params = {**(fs.parameters or {}), TEMPORAL_PARAM: kind}
+        elif kind is not None and granularity != CONNECT_LOGICAL and fs.name is None and \
+                fs.type in (Type.INT64, Type.STRING):
+            params = {**(fs.parameters or {}), TEMPORAL_PARAM: kind,
+                      TEMPORAL_ENCODING_PARAM: granularity}
+        if params is not None:
+            fs = Schema(fs.type, optional=fs.optional, name=fs.name, version=fs.version,
+                        parameters=params)
+        changed = changed or fs is not f.schema
+        fields.append(Field(f.name, f.index, fs))
+    if not changed:
+        return schema
+    return Schema(Type.STRUCT, optional=schema.optional, name=schema.name,
+                  version=schema.version, doc=schema.doc, parameters=schema.parameters,
+                  fields=tuple(fields))
 
 
 def _bits(text: str, n: int) -> bytes:
@@ -130,6 +234,9 @@ def _granular(table: pa.Table, granularity: str, bad: dict[int, str]) -> pa.Tabl
     if granularity == CONNECT_LOGICAL:
         return table
     for idx, f in enumerate(table.schema):
+        if pa.types.is_time(f.type):
+            table = table.set_column(idx, *_granular_time(table.column(idx), f, granularity))
+            continue
         if not pa.types.is_timestamp(f.type):
             continue
         col = table.column(idx)
@@ -156,6 +263,26 @@ def _granular(table: pa.Table, granularity: str, bad: dict[int, str]) -> pa.Tabl
         typ = pa.int64() if granularity == NANOS_LONG else pa.string()
         table = table.set_column(idx, pa.field(f.name, typ, f.nullable), pa.array(out, typ))
     return table
+
+
+def _granular_time(col: Any, f: pa.Field, granularity: str) -> tuple[pa.Field, pa.Array]:
+    """A time-of-day column in timestamp.granularity's form, so it keeps its microseconds
+    as the timestamps do: nanoseconds of the day, as an int64 or decimal text, or
+    HH:MM:SS.nnnnnnnnn."""
+    micros = pc.cast(pc.cast(col, pa.time64("us")), pa.int64()).to_pylist()
+    out: list[Any] = []
+    for m in micros:
+        if m is None:
+            out.append(None)
+        elif granularity == NANOS_LONG:
+            out.append(m * 1000)
+        elif granularity == NANOS_STRING:
+            out.append(str(m * 1000))
+        else:
+            sec, us = divmod(m, 1_000_000)
+            out.append(f"{sec // 3600:02d}:{sec // 60 % 60:02d}:{sec % 60:02d}.{us:06d}000")
+    typ = pa.int64() if granularity == NANOS_LONG else pa.string()
+    return pa.field(f.name, typ, f.nullable), pa.array(out, typ)
 
 
 def _sqlite_temporal(v: Any, date_only: bool) -> Any:

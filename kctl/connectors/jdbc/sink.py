@@ -61,6 +61,7 @@ from kctl.connectors.jdbc._sink_config import (
     config_problems,
 )
 from kctl.connectors.jdbc._sink_db import Session, Transient
+from kctl.connectors.jdbc._sink_sql import TYPES_DOC  # noqa: F401 (the manual's)
 from kctl.connectors.jdbc._sink_tables import Tables
 from kctl.connectors.jdbc._sink_write import Writer, no_origin
 

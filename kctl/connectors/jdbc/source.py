@@ -72,6 +72,7 @@ from kctl.connectors.jdbc._source_settings import (
     _Settings,
 )
 from kctl.connectors.jdbc._source_sql import _ddl_name, _one_statement, _Snapshot, _Sql, _Table
+from kctl.connectors.jdbc._source_values import TYPES_DOC  # noqa: F401 (the manual's)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -298,7 +299,7 @@ class JdbcSourceTask(_Sql, _Fetching, SourceTask):
         self._ahead: Future[list[Item]] | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._round = 0
-        self._schemas: dict[tuple[pa.Schema, str | None], Schema] = {}
+        self._schemas: dict[tuple[pa.Schema, str | None, str], Schema] = {}
         self._clock: Callable[[], float] = time.monotonic
         self.reads = 0  # Spark reads done (tests, metrics)
 

@@ -15,9 +15,9 @@ names (nested structs inline unless they have null rows). Decoding parses the pa
 parser and Python's json agree (see `decode_envelopes`).
 
 Supported schemas: INT8/16/32/64, FLOAT32/64, BOOLEAN, STRING, BYTES and STRUCTs of them,
-with no default anywhere; encoding also takes the logical types Timestamp, Date, Time and
-Decimal (what database rows hold), decoding Timestamp, Date and Time. Everything else
-returns None.
+with no default anywhere; encoding and decoding also take the logical types Timestamp, Date,
+Time and Decimal (what database rows hold; decimals decode from base64, the default
+decimal.format). Everything else returns None.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ import pyarrow.json as pa_json
 from kctl.api.arrow import connect_to_arrow_type
 from kctl.api.data import DATE, DECIMAL, TIME, TIMESTAMP, Schema, Type
 from kctl.errors import DataError
+from kctl.runtime.converters.common import _EXACT, unscaled_to_decimal
 
 __all__ = [
     "SUSPECT_NUMBERS",
@@ -109,10 +110,11 @@ def supported(schema: Schema, logical: bool = False) -> bool:
 @lru_cache(maxsize=256)
 def decodable(schema: Schema) -> bool:
     """Whether `decode_envelopes` reads `schema`: what `supported` takes, plus Timestamp,
-    Date and Time (epoch integers; database rows are full of them), not Decimal."""
-    if schema.name == DECIMAL or schema.default is not None:
+    Date, Time (epoch integers) and Decimal (base64; a number goes record by record):
+    database rows are full of them."""
+    if schema.default is not None:
         return False
-    if schema.name in _EPOCH_RANGES:
+    if schema.name in _EPOCH_RANGES or schema.name == DECIMAL:
         return True
     if schema.type is Type.STRUCT:
         return supported(schema, logical=True) and all(decodable(f.schema)
@@ -146,7 +148,7 @@ def _parse_type(schema: Schema) -> pa.DataType:
     if schema.type in (Type.FLOAT32, Type.FLOAT64):
         return pa.float64()
     if schema.type is Type.BYTES:
-        return pa.string()
+        return pa.string()  # base64, Decimal's included
     return connect_to_arrow_type(schema)
 
 
@@ -292,20 +294,200 @@ def _logical(arr: pa.Array, schema: Schema) -> list[Any]:
         scale = int((schema.parameters or {}).get("scale", "0"))
         if t.scale != scale:
             raise _Bail
-        from kctl.runtime.converters.common import decimal_to_bytes
-
-        values = arr.to_pylist()
         if _NUMERIC.get():
+            values = arr.to_pylist()
             text = pa.array([None if v is None else format(v, "f") for v in values],
                             pa.string())
         else:
-            b64 = base64.b64encode
-            text = pa.array([None if v is None else
-                             '"' + b64(decimal_to_bytes(v, scale)).decode("ascii") + '"'
-                             for v in values], pa.string())
+            text = _b64_int64_text(arr)
+            if text is None:
+                b64 = base64.b64encode
+                text = pa.array([None if v is None else
+                                 '"' + b64(v.to_bytes(max(1, (v + (v < 0)).bit_length() // 8
+                                                          + 1), "big", signed=True))
+                                 .decode("ascii") + '"'
+                                 for v in _unscaled(arr)], pa.string())
     if text.null_count:
         text = pc.fill_null(text, "null")
     return [text]
+
+
+_B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+def _int64_words(arr: pa.Array) -> Any:
+    """The unscaled values of a decimal128 array as int64 (numpy), or None when one does
+    not fit (or the array is another kind)."""
+    import numpy as np
+
+    if not pa.types.is_decimal128(arr.type):
+        return None
+    n = len(arr)
+    words = np.frombuffer(arr.buffers()[1], dtype="<i8")[2 * arr.offset:2 * (arr.offset + n)]
+    low, high = words[0::2], words[1::2]
+    valid = np.ones(n, bool) if not arr.null_count else \
+        arr.is_valid().to_numpy(zero_copy_only=False)
+    if not bool(((high == (low >> 63)) | ~valid).all()):
+        return None
+    return np.where(valid, low, 0)
+
+
+def _b64_int64_text(arr: pa.Array) -> pa.Array | None:
+    """Each decimal as `"<base64 of its unscaled two's complement bytes>"` (Kafka's
+    Decimal, the fewest bytes that hold it, as Java's BigInteger.toByteArray), computed
+    with numpy for unscaled values that fit an int64; None for others."""
+    import numpy as np
+
+    v = _int64_words(arr)
+    if v is None or not len(v):
+        return None
+    n = len(v)
+    m = np.where(v < 0, ~v, v)  # the magnitude bit_length is taken of
+    length = np.ones(n, np.int64)
+    for k in range(1, 8):
+        length += m >= (1 << (8 * k - 1))
+    big = v.astype(">i8").view(np.uint8).reshape(n, 8)
+    width = 4 * ((length + 2) // 3) + 2  # base64 characters and the quotes
+    nulls = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
+    if nulls is not None:
+        width = np.where(nulls, 4, width)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(width, out=offsets[1:])
+    out = np.empty(int(offsets[-1]), np.uint8)
+    alphabet = np.frombuffer(_B64, np.uint8)
+    for size in range(1, 9):
+        rows = np.nonzero((length == size) if nulls is None else
+                          ((length == size) & ~nulls))[0]
+        if not len(rows):
+            continue
+        padded = -(-size // 3) * 3
+        raw = np.zeros((len(rows), padded), np.uint8)
+        raw[:, :size] = big[rows, 8 - size:]
+        b = raw.reshape(len(rows), -1, 3).astype(np.uint16)
+        sextets = np.stack([b[..., 0] >> 2, ((b[..., 0] & 3) << 4) | (b[..., 1] >> 4),
+                            ((b[..., 1] & 15) << 2) | (b[..., 2] >> 6), b[..., 2] & 63],
+                           axis=-1).reshape(len(rows), -1)
+        chars = alphabet[sextets]
+        if padded - size:
+            chars[:, -(padded - size):] = ord("=")
+        text = np.concatenate([np.full((len(rows), 1), ord('"'), np.uint8), chars,
+                               np.full((len(rows), 1), ord('"'), np.uint8)], axis=1)
+        at = offsets[rows][:, None] + np.arange(text.shape[1])
+        out[at] = text
+    if nulls is not None:
+        rows = np.nonzero(nulls)[0]
+        out[offsets[rows][:, None] + np.arange(4)] = np.frombuffer(b"null", np.uint8)
+    if offsets[-1] >= 2**31:
+        return None
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets.astype(np.int32)),
+                                                  pa.py_buffer(out)])
+
+
+def _b64_int64_values(arr: pa.Array) -> Any:
+    """Base64 texts (no nulls) of at most 8 bytes each as int64 (numpy, sign-extended
+    big-endian two's complement), or None when one is not plain base64 of 1 to 8 bytes
+    (the caller then decodes with Python's base64, which judges it)."""
+    import numpy as np
+
+    if arr.null_count or not len(arr) or arr.type != pa.string():
+        return None
+    n = len(arr)
+    offsets = np.frombuffer(arr.buffers()[1], np.int32)[arr.offset:arr.offset + n + 1]
+    sizes = np.diff(offsets)
+    data = np.frombuffer(arr.buffers()[2], np.uint8)
+    lookup = np.full(256, 255, np.uint8)
+    lookup[np.frombuffer(_B64, np.uint8)] = np.arange(64, dtype=np.uint8)
+    result = np.zeros(n, np.int64)
+    for width in (4, 8, 12):
+        rows = np.nonzero(sizes == width)[0]
+        if not len(rows):
+            continue
+        chars = data[offsets[rows][:, None].astype(np.int64) + np.arange(width)]
+        pads = (chars[:, -1] == ord("=")).astype(np.int64) + (chars[:, -2] == ord("="))
+        body = lookup[chars]
+        body[:, -2:] = np.where(chars[:, -2:] == ord("="), 0, body[:, -2:])
+        if (body == 255).any() or ((chars[:, :-2] == ord("=")).any()) or \
+                ((chars[:, -1] != ord("=")) & (chars[:, -2] == ord("="))).any():
+            return None
+        q = body.reshape(len(rows), -1, 4).astype(np.uint32)
+        triples = np.stack([(q[..., 0] << 2) | (q[..., 1] >> 4),
+                            ((q[..., 1] & 15) << 4) | (q[..., 2] >> 2),
+                            ((q[..., 2] & 3) << 6) | q[..., 3]], axis=-1)
+        raw = triples.reshape(len(rows), -1).astype(np.uint8)
+        nbytes = raw.shape[1] - pads
+        if (nbytes > 8).any() or (nbytes < 1).any():
+            return None
+        for size in np.unique(nbytes):
+            sel = nbytes == size
+            full = np.zeros((int(sel.sum()), 8), np.uint8)
+            full[:, 8 - size:] = raw[sel, :size]
+            negative = full[:, 8 - size] >= 128
+            full[negative, :8 - size] = 255  # sign extension
+            result[rows[sel]] = full.view(">i8").reshape(-1).astype(np.int64)
+    if not np.isin(sizes, (4, 8, 12)).all():
+        return None
+    return result
+
+
+def _unscaled(arr: pa.Array) -> list[int | None]:
+    """Each decimal's unscaled integer (Kafka's Decimal bytes hold it), read from the
+    decimal128 words with numpy when they fit an int64, the common case."""
+    import numpy as np
+
+    n = len(arr)
+    if pa.types.is_decimal128(arr.type) and n:
+        words = np.frombuffer(arr.buffers()[1], dtype="<i8")[2 * arr.offset:2 * (arr.offset + n)]
+        low, high = words[0::2], words[1::2]
+        if bool((high == (low >> 63)).all()):
+            ints: list[Any] = low.tolist()
+        else:
+            ints = [(lo & 0xFFFF_FFFF_FFFF_FFFF) | (hi << 64)
+                    for lo, hi in zip(low.tolist(), high.tolist(), strict=True)]
+        if arr.null_count:
+            ints = [v if ok else None for v, ok in zip(ints, arr.is_valid().to_pylist(),
+                                                       strict=True)]
+        return ints
+    scale = arr.type.scale
+    return [None if v is None else int(v.scaleb(scale, _EXACT)) for v in arr.to_pylist()]
+
+
+def _decimal_value(arr: pa.Array, schema: Schema) -> pa.Array:
+    """Base64 Decimal texts as the Arrow decimal of `schema`; a value that is not base64
+    or does not fit the precision makes the column go record by record (which names it)."""
+    import numpy as np
+
+    t = connect_to_arrow_type(schema)
+    n = len(arr)
+    fast = _b64_int64_values(arr) if pa.types.is_decimal128(t) and t.precision <= 18 \
+        else None
+    if fast is not None:
+        limit = 10 ** t.precision
+        if n and bool(((fast >= limit) | (fast <= -limit)).any()):
+            raise _Bail
+        words = np.empty(2 * n, dtype="<i8")
+        words[0::2], words[1::2] = fast, fast >> 63
+        return pa.Array.from_buffers(t, n, [None, pa.py_buffer(words.tobytes())])
+    b64decode = base64.b64decode
+    try:
+        ints = [None if s is None else int.from_bytes(b64decode(s, validate=True), "big",
+                                                      signed=True)
+                for s in arr.to_pylist()]
+    except (binascii.Error, ValueError) as e:
+        raise _Bail from e
+    if pa.types.is_decimal128(t) and t.precision <= 18:
+        valid = [v is not None for v in ints]
+        low = np.array([0 if v is None else v for v in ints], dtype=np.int64)
+        limit = 10 ** t.precision
+        if n and bool(((low >= limit) | (low <= -limit)).any()):
+            raise _Bail
+        words = np.empty(2 * n, dtype="<i8")
+        words[0::2], words[1::2] = low, low >> 63
+        mask = None if all(valid) else pa.array(valid, pa.bool_())
+        validity = None if mask is None else mask.buffers()[1]
+        return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(words.tobytes())],
+                                     null_count=n - sum(valid))
+    scale = t.scale
+    return pa.array([None if v is None else unscaled_to_decimal(v, scale) for v in ints], t)
 
 
 def _encode_struct(arr: pa.Array, schema: Schema, live: pa.Array | None) -> list[Any]:
@@ -518,6 +700,8 @@ def _finish(arr: pa.Array, schema: Schema, live: pa.Array | None,
     st = schema.type
     if schema.name in _EPOCH_RANGES:
         return _epoch_value(arr, schema.name)
+    if schema.name == DECIMAL:
+        return _decimal_value(arr, schema)
     if st is Type.STRUCT:
         if not schema.fields:
             return arr

@@ -222,6 +222,15 @@ def test_bytes_that_are_not_the_wire_format_are_named(registry_url):
         c.to_connect_data("t", b"\x00" + (999999).to_bytes(4, "big") + b"\x00\x08\x01")
 
 
+def test_a_schema_registered_as_proto_text_is_named_when_read(registry_url):
+    sr = SchemaRegistryClient({"url": registry_url})
+    schema_id = sr.register_schema("texts-value", RegisteredSchema(
+        'syntax = "proto3";\nmessage Note {\n  string text = 1;\n}\n', "PROTOBUF"))
+    with pytest.raises(DataError, match=r"\.proto text.*base64 FileDescriptorProto"):
+        converter(registry_url).to_connect_data(
+            "texts", b"\x00" + schema_id.to_bytes(4, "big") + b"\x00\x0a\x01a")
+
+
 def test_a_value_that_is_not_a_struct_is_named():
     with pytest.raises(DataError, match="writes structs"):
         ProtobufConverter()._registered_schema(INT64_SCHEMA)
@@ -280,6 +289,8 @@ def structs(draw, depth: int = 0) -> tuple[Schema, Struct]:
                                       fields=nested.fields))
         values["child"] = None if optional and draw(st.booleans()) else \
             Struct(builder.build().field("child").schema, dict(nested_value.items()))
+        builder.field("children", SchemaBuilder.array(nested).build())
+        values["children"] = [nested_value] * draw(st.integers(0, 2))
     schema = builder.build()
     return schema, Struct(schema, values)
 
@@ -292,3 +303,19 @@ def test_connect_data_survives_protobuf_both_ways(registry_url, pair):
     got = c.to_connect_data("roundtrip", c.from_connect_data("roundtrip", schema, value))
     assert got.schema == schema
     assert got.value == value
+
+
+def test_the_registry_compares_descriptors_with_proto_text_field_by_field():
+    from kctl.runtime.registry.formats import incompatibilities, parse
+
+    tagged = SchemaBuilder.struct().name("shop.Tagged").field("id", INT64_SCHEMA) \
+        .field("attrs", SchemaBuilder.map(STRING_SCHEMA, INT64_SCHEMA).build()).build()
+    described = parse("PROTOBUF", ProtobufConverter()._registered_schema(tagged))
+    same = parse("PROTOBUF", "syntax = \"proto3\";\nmessage Tagged {\n  int64 id = 1;\n"
+                             "  map<string, int64> attrs = 2;\n}\n")
+    retyped = parse("PROTOBUF", "syntax = \"proto3\";\nmessage Tagged {\n  int64 id = 1;\n"
+                                "  map<string, string> attrs = 2;\n}\n")
+    assert incompatibilities(same, described) == []
+    assert incompatibilities(described, same) == []
+    assert incompatibilities(retyped, described) == [
+        "FIELD_KIND_CHANGED: Tagged.2 map<string,int64> -> map<string, string>"]

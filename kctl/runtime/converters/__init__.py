@@ -21,12 +21,13 @@ from kctl.runtime.converters.common import (
 from kctl.runtime.converters.json import JSON_CONFIG_DEF, JsonConverter
 from kctl.runtime.converters.json_schema_registry import JsonSchemaConverter
 from kctl.runtime.converters.loading import CONVERTER_ALIASES, load_converter, resolve_converter
+from kctl.runtime.converters.protobuf import ProtobufConverter
 from kctl.runtime.converters.simple import STRING_CONFIG_DEF, ByteArrayConverter, StringConverter
 
 # Users and other Connect tools see these by class name (plugin listings, DLQ headers,
 # configs): they keep the public path they have always had.
 for _cls in (JsonConverter, StringConverter, ByteArrayConverter, AvroConverter,
-             JsonSchemaConverter):
+             JsonSchemaConverter, ProtobufConverter):
     _cls.__module__ = __name__
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "ByteArrayConverter",
     "JsonConverter",
     "JsonSchemaConverter",
+    "ProtobufConverter",
     "StringConverter",
     "bytes_to_decimal",
     "date_to_days",

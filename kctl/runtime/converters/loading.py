@@ -14,6 +14,7 @@ from kctl.errors import PluginError
 from kctl.runtime.converters.avro import AvroConverter
 from kctl.runtime.converters.json import JsonConverter
 from kctl.runtime.converters.json_schema_registry import JsonSchemaConverter
+from kctl.runtime.converters.protobuf import ProtobufConverter
 from kctl.runtime.converters.simple import ByteArrayConverter, StringConverter
 
 CONVERTER_ALIASES: dict[str, type[Converter]] = {
@@ -37,6 +38,10 @@ CONVERTER_ALIASES: dict[str, type[Converter]] = {
     "JsonSchemaConverter": JsonSchemaConverter,
     "io.confluent.connect.json.JsonSchemaConverter": JsonSchemaConverter,
     "kctl.runtime.converters.JsonSchemaConverter": JsonSchemaConverter,
+    "protobuf": ProtobufConverter,
+    "ProtobufConverter": ProtobufConverter,
+    "io.confluent.connect.protobuf.ProtobufConverter": ProtobufConverter,
+    "kctl.runtime.converters.ProtobufConverter": ProtobufConverter,
 }
 
 

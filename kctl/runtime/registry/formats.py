@@ -4,7 +4,9 @@ Avro's rules are Avro's own schema resolution (the `avro` library's reader/write
 checker, which Confluent's registry implements too). JSON Schema and Protobuf follow the
 parts of Confluent's rules that decide most real changes: for JSON Schema, a property's
 type may not change and an open content model may not close; for Protobuf, a field number
-may not change type and a required field may not appear.
+may not change type and a required field may not appear. A Protobuf schema is .proto text
+or a base64 FileDescriptorProto (what Confluent's Python serializer registers); the two
+forms compare with each other.
 """
 
 from __future__ import annotations
@@ -135,8 +137,8 @@ def _json_messages(reader: Parsed, writer: Parsed) -> list[str]:
 # --- Protobuf ---------------------------------------------------------------------------
 
 _MESSAGE = re.compile(r"\bmessage\s+(\w+)\s*\{")
-_FIELD = re.compile(r"^\s*(optional|required|repeated)?\s*([\w.]+)\s+(\w+)\s*=\s*(\d+)",
-                    re.MULTILINE)
+_FIELD = re.compile(r"^\s*(optional|required|repeated)?\s*(map\s*<[^>]*>|[\w.]+)\s+(\w+)"
+                    r"\s*=\s*(\d+)", re.MULTILINE)
 
 
 def _proto_fields(text: str) -> dict[str, dict[int, tuple[str, str]]]:
@@ -153,7 +155,59 @@ def _proto_fields(text: str) -> dict[str, dict[int, tuple[str, str]]]:
     return out
 
 
+def _descriptor_fields(text: str) -> tuple[str, dict[str, dict[int, tuple[str, str]]]] | None:
+    """A base64 FileDescriptorProto (what Confluent's Python serializer registers): its
+    canonical form and message -> field number -> (label, type); None for .proto text."""
+    import base64
+    import binascii
+
+    from google.protobuf import descriptor_pb2
+    from google.protobuf.message import DecodeError
+
+    file = descriptor_pb2.FileDescriptorProto()
+    try:
+        file.ParseFromString(base64.b64decode(text.strip(), validate=True))
+    except (binascii.Error, ValueError, DecodeError):
+        return None
+    if not file.message_type:
+        return None
+    fd = descriptor_pb2.FieldDescriptorProto
+    entries = {}
+
+    def walk(msgs: Any, out: dict[str, dict[int, tuple[str, str]]]) -> None:
+        for m in msgs:
+            for n in m.nested_type:
+                if n.options.map_entry:
+                    entries[n.name] = "map<{},{}>".format(*(_proto_type(f) for f in n.field))
+            out[m.name] = {f.number: ("repeated" if f.label == fd.LABEL_REPEATED
+                                      and f.type_name.rsplit(".", 1)[-1] not in entries
+                                      else "required" if f.label == fd.LABEL_REQUIRED
+                                      else "optional" if f.proto3_optional else "",
+                                      entries.get(f.type_name.rsplit(".", 1)[-1])
+                                      or _proto_type(f))
+                           for f in m.field}
+            walk([n for n in m.nested_type if not n.options.map_entry], out)
+
+    fields: dict[str, dict[int, tuple[str, str]]] = {}
+    walk(file.message_type, fields)
+    canonical = base64.standard_b64encode(file.SerializeToString(deterministic=True))
+    return canonical.decode("ascii"), fields
+
+
+def _proto_type(f: Any) -> str:
+    """A field's type as .proto text names it (messages and enums by their last name)."""
+    from google.protobuf import descriptor_pb2
+
+    if f.type_name:
+        return f.type_name.rsplit(".", 1)[-1]
+    name = descriptor_pb2.FieldDescriptorProto.Type.Name(f.type)
+    return name.removeprefix("TYPE_").lower()
+
+
 def _parse_protobuf(text: str, named: list[str]) -> Parsed:
+    described = _descriptor_fields(text)
+    if described is not None:
+        return Parsed("PROTOBUF", described[0], described[1])
     if not _MESSAGE.search(text) or text.count("{") != text.count("}"):
         raise invalid_schema("not a Protobuf schema: no complete message definition")
     canonical = "\n".join(line.strip() for line in text.strip().splitlines() if line.strip())
@@ -165,11 +219,16 @@ def _proto_messages(reader: Parsed, writer: Parsed) -> list[str]:
     for name, fields in reader.value.items():
         old = writer.value.get(name, {})
         for number, (label, type_) in fields.items():
-            if number in old and old[number][1] != type_:
+            if number in old and _last(old[number][1]) != _last(type_):
                 messages.append(f"FIELD_KIND_CHANGED: {name}.{number} {old[number][1]} -> {type_}")
             if number not in old and label == "required":
                 messages.append(f"REQUIRED_FIELD_ADDED: {name}.{number}")
     return messages
+
+
+def _last(type_: str) -> str:
+    """A type as both forms can compare it: messages by their last name, maps spaced alike."""
+    return "".join(type_.split()) if type_.startswith("map") else type_.rsplit(".", 1)[-1]
 
 
 PARSERS: dict[str, Callable[[str, list[str]], Parsed]] = {

@@ -373,6 +373,8 @@ def _describe(cause: Doc) -> str:
     if kind == "group stopped":
         left = cause.get("left") or []
         lost = [w for w in cause["workers"] if w not in left]
+        if len(cause["workers"]) == 1 == len(left):
+            return f"group stopped: its last worker left ({left[0]})"
         text = f"group stopped: every worker left ({', '.join(left)})" if left else \
             "group stopped"
         if lost:

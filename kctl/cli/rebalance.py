@@ -85,8 +85,7 @@ def explain(
         bool, typer.Option("--trace", help="Show the message sequence of each round.")
     ] = False,
     output: Annotated[
-        Output | None, typer.Option("--output", "-o", help="table, json or yaml "
-                                    "(default: the global -o, else table).")
+        Output | None, typer.Option("--output", "-o", help="table, json or yaml.")
     ] = None,
     width: Annotated[
         int | None, typer.Option(help="Render at this width (default: the terminal's).")
@@ -313,8 +312,7 @@ def history(
         typer.Option(help="Only rounds since: 90s, 15m, 2h, 1d, or an ISO-8601 time."),
     ] = None,
     output: Annotated[
-        Output | None, typer.Option("--output", "-o", help="table, json or yaml "
-                                    "(default: the global -o, else table).")
+        Output | None, typer.Option("--output", "-o", help="table, json or yaml.")
     ] = None,
     html: Annotated[
         Path | None, typer.Option("--html", help="Also write the timeline to this HTML file.")

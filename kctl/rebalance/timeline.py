@@ -410,8 +410,8 @@ def _spec(rows: list[dict[str, Any]], lanes: list[str], scale: TimeScale) -> dic
             "width": 1000,
             "height": {"step": 17},
             "layer": [
-                shade("cut", "#b0bec5", 0.55),
                 shade("down", "#eceff1", 0.9),
+                shade("cut", "#b0bec5", 0.55),  # over an outage: the cut shows through
                 shade("delay", "#ce93d8", 0.35),
                 {"transform": only("band"),
                  "mark": {"type": "rect", "opacity": 0.75},

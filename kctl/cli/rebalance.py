@@ -85,8 +85,8 @@ def explain(
         bool, typer.Option("--trace", help="Show the message sequence of each round.")
     ] = False,
     output: Annotated[
-        Output, typer.Option("--output", "-o", help="table, json or yaml.")
-    ] = Output.table,
+        Output | None, typer.Option("--output", "-o", help="table, json or yaml.")
+    ] = None,
     width: Annotated[
         int | None, typer.Option(help="Render at this width (default: the terminal's).")
     ] = None,
@@ -108,6 +108,7 @@ def explain(
     rebalance round."""
     from kctl.rebalance import explain as ex
 
+    output = _output(output)
     if replay and generation is None:
         _fail("error: --replay needs --generation N (the live round to replay)")
     if generation is not None:
@@ -161,6 +162,15 @@ def explain(
     typer.echo(
         ex.to_json(doc) if output is Output.json else ex.to_yaml(doc), nl=output is Output.json
     )
+
+
+def _output(output: Output | None) -> Output:
+    """The command's -o, else the one given before the subcommand (`kctl -o json ...`)."""
+    if output is not None:
+        return output
+    from kctl.cli.common import state
+
+    return Output(state.output.value) if state.output is not None else Output.table
 
 
 def _read_scenario(path: Path) -> dict[str, Any]:
@@ -221,6 +231,17 @@ def _get(path: str, params: dict[str, Any] | None = None) -> Any:
     from kctl.cli.group import worker_client
 
     return run(lambda: worker_client().get(path, params=params or {}))
+
+
+def _known_connector(name: str) -> None:
+    """No round names it: exit 3 when the cluster has no such connector either (a deleted
+    connector's rounds are still found by name)."""
+    from kctl.cli.common import client, fail, run
+
+    exists = run(lambda: name in client().get("/connectors"))
+    if not exists:
+        raise fail(f"Connector {name} not found (no recorded round names it either)",
+                   ExitStatus.NOT_FOUND)
 
 
 def _explain_live(generation: int, *, replay: bool, output: Output, width: int | None,
@@ -291,8 +312,8 @@ def history(
         typer.Option(help="Only rounds since: 90s, 15m, 2h, 1d, or an ISO-8601 time."),
     ] = None,
     output: Annotated[
-        Output, typer.Option("--output", "-o", help="table, json or yaml.")
-    ] = Output.table,
+        Output | None, typer.Option("--output", "-o", help="table, json or yaml.")
+    ] = None,
     html: Annotated[
         Path | None, typer.Option("--html", help="Also write the timeline to this HTML file.")
     ] = None,
@@ -304,11 +325,14 @@ def history(
     happened, who led, what moved (the document `explain -o json` writes)."""
     from kctl.rebalance import explain as ex
 
+    output = _output(output)
     if last is not None and last < 0:
         _fail("error: --last must be 0 or more")
     params = {k: v for k, v in (("last", last), ("connector", connector),
                                 ("since", _since(since))) if v is not None}
     doc = _get("/rebalances", params)
+    if connector is not None and not doc["rounds"]:
+        _known_connector(connector)
     if html is not None:
         _write_html(html, [doc], "kctl rebalance history")
     if output is not Output.table:

@@ -41,9 +41,10 @@ def record_key(worker: str, generation: int) -> str:
     return f"generation-{worker}-{generation}"
 
 
-def departure_key(worker: str) -> str:
-    """A worker's note that it left the group cleanly (the last one it wrote wins)."""
-    return f"departure-{worker}"
+def departure_key(worker: str, generation: int) -> str:
+    """A worker's note that it left the group cleanly after completing `generation`: one
+    per departure, so a later stop never overwrites what an earlier one recorded."""
+    return f"departure-{worker}-{generation}"
 
 
 def _work(work: Any) -> Any:

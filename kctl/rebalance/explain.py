@@ -238,7 +238,9 @@ def render_header(doc: Doc, console: Console) -> None:
 def render_round(round_: Doc, console: Console, *, kind: str = "connect", number: int = 0) -> None:
     """One round: who triggered it, who led, what each member gained and lost, and why."""
     when = round_.get("time") or f"{round_.get('at_ms')} ms"  # a live round has wall time
-    title = f"round {number} · generation {round_.get('generation')} · {when} · "
+    what = ("shutdown" if round_.get("event") == "shutdown"
+            else f"generation {round_.get('generation')}")
+    title = f"round {number} · {what} · {when} · "
     header = Text(title, style="bold cyan") + Text(
         str(round_.get("trigger", "")), style="bold yellow"
     )
@@ -266,9 +268,21 @@ def render_round(round_: Doc, console: Console, *, kind: str = "connect", number
     sets_text = _sets_text(round_.get("sets") or {})
     if sets_text is not None:
         console.print(sets_text)
+    lost_work = _lost_work_text(round_.get("lost_work") or {})
+    if lost_work is not None:
+        console.print(lost_work)
     sources = round_.get("sources") or {}
+    gone = sorted(m for m, source in sources.items() if source == "gone (leader's assignment)")
+    if gone:  # gone without a word: what they stopped is what the group last gave them
+        console.print(Text("gone (killed, or lost their session); what they stopped is told "
+                           "from the leader's last assignment to them: " + " ".join(gone),
+                           style="dim"))
+    noted = sorted(m for m, source in sources.items() if source == "departure note")
+    if noted:
+        console.print(Text("left cleanly; what they stopped is from their departure note: "
+                           + " ".join(noted), style="dim"))
     borrowed = sorted(m for m, source in sources.items()
-                      if source not in ("worker record", "not received"))
+                      if source in ("leader's assignment", "no record"))
     if borrowed:  # a live round: members that wrote no record of it
         console.print(Text("from the leader's assignment (no record of their own): "
                            + " ".join(borrowed), style="dim"))
@@ -277,6 +291,28 @@ def render_round(round_: Doc, console: Console, *, kind: str = "connect", number
         console.print(Text("did not complete this generation (the leader's answer did not "
                            "reach them; what it moved moves in a later round): "
                            + " ".join(missed), style="dim"))
+
+
+def _lost_work_text(note: Mapping[str, Any]) -> Text | None:
+    """A live round's lost work: when it is due, and once reassigned, when it was."""
+    if not note:
+        return None
+    text = Text()
+    if note.get("waiting"):
+        text.append("lost work ", style="bold")
+        text.append(compact(note["waiting"]), style="magenta")
+        text.append(f" runs nowhere; due to be reassigned at {note.get('due', '')} "
+                    "(when the delay expires, the next round hands it out)")
+    if note.get("reassigned"):
+        if text:
+            text.append("\n")
+        text.append("reassigned ", style="bold")
+        text.append(compact(note["reassigned"]), style="green")
+        text.append(f" at {note.get('reassigned_at', '')}")
+        if "late_ms" in note:
+            late = int(note["late_ms"]) / 1000
+            text.append(f" ({late:.1f} s after it was due)")
+    return text or None
 
 
 def _member_table(round_: Doc, members: Sequence[str], kind: str) -> Table:

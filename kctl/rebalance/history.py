@@ -12,13 +12,22 @@ recorded round through the same assignor to show that it reproduces the recorded
 Each round also says where its facts came from (`sources`): a worker's own record, the
 leader's assignment when that worker wrote none (it died, or has not caught up yet), or
 `not received` when it wrote none but recorded a later generation (it never completed this
-one, so the leader's answer to it moved nothing and is not counted).
+one, so the leader's answer to it moved nothing and is not counted). A worker that is gone
+(it left, or was killed) recorded nothing of what it stopped: the round that notices it
+counts that from its departure note, or else from the leader's last assignment to it, and
+says which. When every worker of the group stopped, a `shutdown` round (with no generation)
+stands between the last generation before and the first after.
+
+The history is a record: each departure note is kept under its own key
+(`departure-<worker>-<generation>`) and matched to the round by generation, so nothing
+written later changes what an earlier round says of its members.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,6 +37,7 @@ from kctl.group.history import AssignorInputs
 
 __all__ = [
     "cluster_history",
+    "duration",
     "filter_rounds",
     "parse_since",
     "replay",
@@ -132,6 +142,8 @@ def _round(generation: int, records: Sequence[Doc], names: Mapping[str, str],
     delay = int(leader.get("delay_ms", 0)) if leader else max(
         int(r.get("delay_ms", 0)) for r in records)
     reasons = {str(r["worker"]): str(r.get("trigger", "")) for r in records}
+    member_of = {names.get(m, m): m for m in member_ids}
+    member_of.update({str(r["worker"]): str(r["member_id"]) for r in records})
     return {
         "generation": generation,
         "at_ms": at_ms,
@@ -151,27 +163,159 @@ def _round(generation: int, records: Sequence[Doc], names: Mapping[str, str],
         "reasons": dict(sorted(reasons.items())),
         "sources": sources,
         "replayable": bool(inputs),
+        "member_ids": dict(sorted(member_of.items())),
+        "trace": [],
+    }
+
+
+@dataclass(frozen=True)
+class _Departure:
+    """A worker's note that it left cleanly after completing `generation`."""
+
+    worker: str
+    at_ms: int
+    generation: int | None  # None: an older kctl's note, placed by its time
+    stopped: ConnectorsAndTasks | None  # None: an older kctl's note, without what it stopped
+
+    @classmethod
+    def of(cls, doc: Doc) -> _Departure:
+        stopped = doc.get("stopped")
+        return cls(worker=str(doc["worker"]), at_ms=int(doc.get("at_ms", 0)),
+                   generation=None if doc.get("generation") is None
+                   else int(doc["generation"]),
+                   stopped=ConnectorsAndTasks.from_json(stopped)
+                   if isinstance(stopped, Mapping) else None)
+
+
+@dataclass(frozen=True)
+class _Gone:
+    """A member of the previous round whose process did not go on into this one."""
+
+    worker: str
+    stopped: ConnectorsAndTasks
+    source: str  # "departure note" or "gone (leader's assignment)"
+    note: _Departure | None
+    back: bool  # a new process (or member) of the same name is in this round
+
+
+class _Ledger:
+    """What the records say of each worker across generations: the generations it recorded
+    itself and the departure notes it left, to tell, for a pair of rounds, who went away."""
+
+    def __init__(self, records: Sequence[Doc], departures: Iterable[Doc]):
+        self.own: dict[str, list[int]] = {}
+        for r in records:
+            self.own.setdefault(str(r["worker"]), []).append(int(r["generation"]))
+        self.notes: dict[str, list[_Departure]] = {}
+        for d in departures:
+            if isinstance(d, Mapping) and "worker" in d:
+                note = _Departure.of(d)
+                self.notes.setdefault(note.worker, []).append(note)
+
+    def last_own(self, worker: str, before: float) -> int:
+        return max((g for g in self.own.get(worker, ()) if g < before), default=-1)
+
+    def note(self, worker: str, before: float, after_ms: int = 0,
+             until_ms: float = float("inf")) -> _Departure | None:
+        """The note the worker left after the last generation it recorded before `before`
+        (a note of an older departure belongs to an earlier round). A note that names no
+        generation is placed by its time alone."""
+        last = self.last_own(worker, before)
+        notes = [n for n in self.notes.get(worker, ())
+                 if (n.generation == last if n.generation is not None else
+                     after_ms <= n.at_ms <= until_ms)]
+        return max(notes, key=lambda n: n.at_ms, default=None)
+
+
+def _gone(round_: Doc, previous: Doc, ledger: _Ledger) -> list[_Gone]:
+    """The previous round's members that are not in this round, or are back as another
+    process (a departure note between the rounds, or a new member id)."""
+    out: list[_Gone] = []
+    before_ids, now_ids = previous.get("member_ids") or {}, round_.get("member_ids") or {}
+    for worker in previous["members"]:
+        back = worker in round_["members"]
+        note = ledger.note(worker, round_["generation"], int(previous.get("at_ms") or 0),
+                           int(round_["at_ms"]))
+        renewed = (back and bool(before_ids.get(worker)) and bool(now_ids.get(worker))
+                   and before_ids[worker] != now_ids[worker])
+        if back and note is None and not renewed:
+            continue
+        if note is not None and note.stopped is not None:
+            stopped, source = note.stopped, "departure note"
+        else:
+            stopped = _work(previous["assignments"].get(worker))
+            source = "gone (leader's assignment)"
+        if back:  # the process in this round may have recorded stopping it itself
+            stopped = stopped - _work(round_["revoked"].get(worker))
+        out.append(_Gone(worker, stopped, source, note, back))
+    return out
+
+
+def _count_gone(round_: dict[str, Any], gone: Sequence[_Gone]) -> None:
+    """The gone processes' stops as rows of this round, as the simulator shows them
+    (keyed "w2 (gone)" when a process of that name is in the round again)."""
+    for g in gone:
+        key = f"{g.worker} (gone)" if g.back else g.worker
+        if not g.stopped.is_empty:
+            round_["revoked"][key] = g.stopped.to_json()
+        round_["sources"][key] = g.source
+    round_["revoked"] = dict(sorted(round_["revoked"].items()))
+
+
+def _shutdown(previous: Doc, gone: Sequence[_Gone]) -> dict[str, Any]:
+    """A round with no generation for a group whose every worker stopped: what each
+    stopped, and when (the departure notes' times)."""
+    times = [g.note.at_ms for g in gone if g.note is not None]
+    at_ms = max(times) if times else int(previous["at_ms"])
+    workers = sorted(g.worker for g in gone)
+    return {
+        "generation": None,
+        "event": "shutdown",
+        "at_ms": at_ms,
+        "time": _time(at_ms),
+        "started_ms": min(times) if times else at_ms,
+        "trigger": "",
+        "causes": [{"cause": "group stopped", "workers": workers,
+                    "left": sorted(g.worker for g in gone if g.note is not None)}],
+        "leader": "",
+        "members": [],
+        "assignments": {},
+        "assigned": {},
+        "revoked": {g.worker: g.stopped.to_json() for g in sorted(gone, key=lambda g: g.worker)
+                    if not g.stopped.is_empty},
+        "delay_ms": 0,
+        "sets": {},
+        "protocol": str(previous.get("protocol", "")),
+        "config_offset": None,
+        "reasons": {},
+        "sources": {g.worker: g.source for g in gone},
+        "replayable": False,
+        "member_ids": {},
         "trace": [],
     }
 
 
 def _causes(round_: dict[str, Any], previous: dict[str, Any] | None,
-            departures: Mapping[str, Doc]) -> list[dict[str, Any]]:
+            gone: Sequence[_Gone]) -> list[dict[str, Any]]:
     """Why this generation happened: membership and protocol changes seen against the
     previous round, then the reasons the workers gave when they joined."""
     causes: list[dict[str, Any]] = []
     if previous is None:
         causes.append({"cause": "group formed", "workers": list(round_["members"])})
+    elif previous.get("event") == "shutdown":
+        down = int(round_["started_ms"]) - int(previous["at_ms"])
+        causes.append({"cause": "group formed again", "workers": list(round_["members"]),
+                       "down_ms": max(0, down)})
     else:
         now, before = set(round_["members"]), set(previous["members"])
         for worker in sorted(now - before):
             causes.append({"cause": "worker joined", "worker": worker})
-        for worker in sorted(before - now):
-            note = departures.get(worker)
-            left = note is not None and previous["at_ms"] <= int(note.get("at_ms", 0)) \
-                <= round_["at_ms"]
-            causes.append({"cause": "worker left" if left else "worker lost its session",
-                           "worker": worker})
+        for g in gone:
+            if g.back:
+                what = "worker restarted" if g.note is not None else "worker rejoined as new"
+            else:
+                what = "worker left" if g.note is not None else "worker lost its session"
+            causes.append({"cause": what, "worker": g.worker})
         if previous.get("protocol") and round_["protocol"] != previous["protocol"]:
             causes.append({"cause": "protocol change", "from": previous["protocol"],
                            "to": round_["protocol"]})
@@ -226,6 +370,24 @@ def _describe(cause: Doc) -> str:
         return "scheduled delay expired: lost work is reassigned"
     if kind == "follow-up round":
         return "follow-up round: revoked work is handed out"
+    if kind == "group stopped":
+        left = cause.get("left") or []
+        lost = [w for w in cause["workers"] if w not in left]
+        if len(cause["workers"]) == 1 == len(left):
+            return f"group stopped: its last worker left ({left[0]})"
+        text = f"group stopped: every worker left ({', '.join(left)})" if left else \
+            "group stopped"
+        if lost:
+            text += f"; lost: {', '.join(lost)}"
+        return text
+    if kind == "group formed again":
+        return (f"group formed again by {', '.join(cause['workers'])} after a full restart "
+                f"(down {duration(int(cause['down_ms']))})")
+    if kind == "worker restarted":
+        return f"worker restarted: {cause['worker']} (it left and joined again)"
+    if kind == "worker rejoined as new":
+        return (f"worker rejoined as a new member: {cause['worker']} (its earlier session "
+                "was lost: killed and restarted, or stalled past its session)")
     if kind == "worker rejoined":
         return f"{cause['worker']} rejoined ({cause['reason']})"
     return kind
@@ -244,14 +406,76 @@ def cluster_history(records: Iterable[Doc], departures: Iterable[Doc] = ()) -> d
         by_generation.setdefault(int(r["generation"]), []).append(r)
         worker = str(r["worker"])
         last_recorded[worker] = max(last_recorded.get(worker, -1), int(r["generation"]))
-    notes = {str(d["worker"]): d for d in departures if isinstance(d, Mapping) and "worker" in d}
+    ledger = _Ledger(records, departures)
     rounds: list[dict[str, Any]] = []
     for generation in sorted(by_generation):
         round_ = _round(generation, by_generation[generation], names, last_recorded)
-        round_["causes"] = _causes(round_, rounds[-1] if rounds else None, notes)
-        round_["trigger"] = "; ".join(_describe(c) for c in round_["causes"])
+        previous = rounds[-1] if rounds else None
+        gone = _gone(round_, previous, ledger) if previous else []
+        if gone and len(gone) == len(previous["members"]) and any(g.note for g in gone):
+            previous = _shutdown(previous, gone)  # every worker stopped: a full restart
+            rounds.append(previous)
+            gone = []
+        _count_gone(round_, gone)
+        round_["causes"] = _causes(round_, previous, gone)
         rounds.append(round_)
+    if rounds and rounds[-1]["members"]:
+        last = rounds[-1]
+        notes = [ledger.note(w, float("inf"), int(last.get("at_ms") or 0))
+                 for w in last["members"]]
+        if all(notes):  # every worker has stopped since: the group is down
+            rounds.append(_shutdown(last, [
+                _Gone(w, n.stopped if n.stopped is not None else _work(last["assignments"].get(w)),
+                      "departure note" if n.stopped is not None else "gone (leader's assignment)",
+                      n, False) for w, n in zip(last["members"], notes, strict=True) if n]))
+    for round_ in rounds:
+        round_["trigger"] = "; ".join(_describe(c) for c in round_["causes"])
+    _lost_work(rounds)
     return document(rounds)
+
+
+def _lost_work(rounds: Sequence[dict[str, Any]]) -> None:
+    """Each round that holds lost work back says when it is due; the round that hands it
+    out says when it was lost, when it was due and when it was reassigned."""
+    waiting: dict[str, tuple[int, int]] = {}  # item -> (lost at, due at)
+    for round_ in rounds:
+        sets = round_.get("sets") or {}
+        if not sets:
+            continue
+        at_ms = int(round_["at_ms"])
+        lost, handed = _work(sets.get("lost")), _work(sets.get("lost_reassigned"))
+        items = {*lost.connectors, *map(str, lost.tasks)}
+        out = {*handed.connectors, *map(str, handed.tasks)}
+        held = items - out
+        due = at_ms + int(round_.get("delay_ms") or 0)
+        for item in held:
+            lost_at = waiting.get(item, (at_ms, due))[0]
+            waiting[item] = (lost_at, due)
+        note: dict[str, Any] = {}
+        if held and round_.get("delay_ms"):
+            note.update(waiting=sorted(held), lost_at_ms=min(waiting[i][0] for i in held),
+                        due_ms=due, due=_time(due))
+        if out:
+            was = [waiting.pop(i) for i in out if i in waiting]
+            note.update(reassigned=sorted(out), reassigned_ms=at_ms, reassigned_at=_time(at_ms))
+            if was:
+                lost_at, was_due = min(w[0] for w in was), max(w[1] for w in was)
+                note.update(reassigned_lost_at_ms=lost_at, reassigned_due_ms=was_due,
+                            late_ms=at_ms - was_due)
+        if note:
+            round_["lost_work"] = note
+
+
+def duration(ms: int) -> str:
+    """17m03s, 4.2s, 1h05m: how long a gap was, for people."""
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, sec = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{sec:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
 
 
 def document(rounds: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -300,7 +524,8 @@ def filter_rounds(doc: Doc, *, last: int | None = None, connector: str | None = 
     if generation is not None:
         rounds = [r for r in rounds if r["generation"] == generation]
         if not rounds:
-            known = [r["generation"] for r in doc.get("rounds", ())]
+            known = [r["generation"] for r in doc.get("rounds", ())
+                     if r["generation"] is not None]
             span = f" (recorded: {known[0]}..{known[-1]})" if known else " (none recorded yet)"
             raise NotFoundError(f"no record of generation {generation}{span}")
     if since_ms is not None:

@@ -210,9 +210,10 @@ class DistributedHerder(AbstractHerder):
                 log.error("Herder tick failed: %s", e, exc_info=e)
                 self._stopping.wait(0.5)
         try:
+            stopped = self._owned
             for action in self._d.leave("worker shutting down"):
                 self._on_action(action)
-            self._record_departure()
+            self._record_departure(stopped)
         except Exception as e:
             log.warning("Leaving the group failed: %s", e)
         finally:
@@ -294,12 +295,14 @@ class DistributedHerder(AbstractHerder):
         log.info("Joined generation %d (leader %s): assigned %s, revoked %s", record.generation,
                  record.leader, record.assigned.to_json(), record.revoked.to_json())
 
-    def _record_departure(self) -> None:
-        """`rebalance history` tells a clean leave from a lost session by this note."""
+    def _record_departure(self, stopped: ConnectorsAndTasks) -> None:
+        """`rebalance history` tells a clean leave from a lost session by this note, and
+        counts what the worker stopped as it left (no generation records that)."""
         last = self.history[-1].generation if self.history else -1
-        self.statuses.put_generation(departure_key(self.worker_id), {
-            "worker": self.worker_id, "at_ms": int(self._clock() * 1000),
-            "generation": last, "reason": "worker shutting down"})
+        member_id = self.history[-1].member_id if self.history else ""
+        self.statuses.put_generation(departure_key(self.worker_id, last), {
+            "worker": self.worker_id, "member_id": member_id, "at_ms": int(self._clock() * 1000),
+            "generation": last, "reason": "worker shutting down", "stopped": stopped.to_json()})
 
     # -- requests from REST threads ----------------------------------------------------------
     def _serially(self, fn: Callable[[], T]) -> T:

@@ -3,7 +3,8 @@
 Kafka's incremental cooperative assignor holds a departed worker's connectors and tasks back
 for `scheduled.rebalance.max.delay.ms` (the worker may come back). Until they are reassigned
 their last status is the dead worker's RUNNING; the leader overwrites it with UNASSIGNED and
-a note naming the lost worker, when it was lost and when the work moves.
+a note naming the lost worker, when it was lost and when the work is due to move (the
+rebalance that moves it comes a few seconds after that; the history's round says when).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class LostWork:
             self._since[key] = (worker, at_ms)
         worker, since = self._since[key]
         return worker, (f"Worker {worker} left the group (stopped, or its session expired); "
-                        f"lost at {utc(since)}, this runs nowhere until it is reassigned at "
-                        f"{due} (scheduled.rebalance.max.delay.ms, unless {worker} rejoins "
-                        "first)")
+                        f"lost at {utc(since)}, this runs nowhere until it is reassigned: due "
+                        f"at {due}, when scheduled.rebalance.max.delay.ms expires and the "
+                        f"next rebalance hands it out (unless {worker} rejoins first; "
+                        "`kctl rebalance history` says when it was)")

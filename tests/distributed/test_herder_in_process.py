@@ -257,7 +257,7 @@ def test_a_crashed_workers_tasks_wait_for_the_scheduled_delay_then_move(cluster)
         t = tasks[tid.task]
         assert t.state is State.UNASSIGNED, t
         assert t.trace is not None and f"Worker {t.worker_id} left the group" in t.trace
-        assert "runs nowhere until it is reassigned at" in t.trace
+        assert "runs nowhere until it is reassigned: due at" in t.trace
         assert t.worker_id == w3_id
 
     # the delay runs out: the leader rejoins, which starts a generation that places them

@@ -14,7 +14,6 @@ the CLI and served by a worker, renders in headless Chromium with a lane per wor
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import httpx
@@ -22,6 +21,7 @@ import pytest
 import yaml
 from support.browser import dom, screenshot
 from support.cluster import Cluster
+from support.timelines import bars, chart, lanes
 from support.waiting import wait_until
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
@@ -146,12 +146,12 @@ def test_a_user_finds_out_why_tasks_moved(kafka_broker, tmp_path: Path):
         # the picture: written by the CLI, and served by any worker
         page = tmp_path / "history.html"
         w1.kctl("rebalance", "history", "--html", str(page))
-        lanes = re.findall(r'<g class="lane(?: lost)?" data-lane="([^"]+)"', dom(page.as_uri()))
-        assert set(lanes) >= {w1.worker_id, w2.worker_id, w3.worker_id}
+        drawn = chart(dom(page.as_uri()), 0)
+        assert set(lanes(drawn)) >= {w1.worker_id, w2.worker_id, w3.worker_id}
         served = f"{w2.url}/rebalances/timeline"
         assert httpx.get(served, timeout=30).headers["content-type"].startswith("text/html")
         shown = dom(served)
-        assert shown.count('class="bar"') > 0 and 'data-rendered="' in shown
+        assert bars(chart(shown, 0)) and 'data-rendered="' in shown
         screenshot(served, "timeline-live-cluster")
     finally:
         cluster.stop()

@@ -85,7 +85,7 @@ def assert_noted(task: dict, worker_id: str, record: dict) -> None:
     assert task["state"] == "UNASSIGNED" and task["worker_id"] == worker_id, task
     assert f"Worker {worker_id} left the group" in task["trace"]
     assert f"lost at {utc(record['at_ms'])}," in task["trace"], (task["trace"], record["at_ms"])
-    due = re.search(r"reassigned at (\S+) ", task["trace"])
+    due = re.search(r"reassigned: due at (\S+),", task["trace"])
     assert due, task["trace"]
     expected_ms = record["at_ms"] + record["delay_ms"]
     # a later round of the delay restates the same moment from its own clock

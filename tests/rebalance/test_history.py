@@ -17,12 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.browser import dom, screenshot
 from support.generations import T0, leader_records, record, story_records, work
+from support.timelines import bars, chart, lanes, texts
 
 from kctl.errors import ConfigError, NotFoundError
 from kctl.group.history import AssignorInputs
 from kctl.rebalance import explain as ex
 from kctl.rebalance.history import cluster_history, filter_rounds, parse_since, replay
-from kctl.rebalance.timeline import render_html
+from kctl.rebalance.timeline import render_html, timeline_data
 
 # ---------------------------------------------------------------- causes
 
@@ -201,18 +202,16 @@ def test_the_timeline_renders_lanes_and_bars_in_a_real_browser(tmp_path):
     eager, cooperative = ex.simulate_compare(scenario)
     page = tmp_path / "compare.html"
     page.write_text(render_html([eager, cooperative], title="w2 crashes"))
-    text = page.read_text()
-    assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")  # offline
 
     shown = dom(page.as_uri())
     panels = re.findall(r'<section class="panel" data-protocol="(\w+)"', shown)
     assert panels == ["eager", "sessioned"]
-    lanes = re.findall(r'<g class="lane(?: lost)?" data-lane="([^"]+)"', shown)
-    assert lanes == ["w1", "w2", "w3", "w1", "w2", "w3", "lost (unassigned)"]
-    bars = shown.count('class="bar')
-    assert bars > 0
-    assert f'data-rendered="{bars}"' in shown  # the page's script ran and saw every bar
-    assert 'class="band stop"' in shown and 'class="delay"' in shown
+    assert lanes(chart(shown, 0)) == ["rebalances", "w1", "w2", "w3"]
+    assert lanes(chart(shown, 1)) == ["rebalances", "w1", "w2", "w3", "lost (unassigned)"]
+    drawn = len(bars(chart(shown, 0))) + len(bars(chart(shown, 1)))
+    assert drawn > 0
+    assert f'data-rendered="{drawn}"' in shown  # the page's script drew every bar
+    assert "delay 5.0s" in [t for _, t in texts(chart(shown, 1))]
 
     png = screenshot(page.as_uri(), "timeline-compare")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
@@ -223,8 +222,7 @@ def test_eager_rounds_leave_a_gap_in_every_lane_cooperative_only_where_work_move
     eager, cooperative = ex.simulate_compare(scenario)
 
     def bars_of(doc):
-        html = render_html([doc])
-        return len(re.findall(r'<rect class="bar"', html))
+        return timeline_data([doc])["panels"][0]["bars"]
 
     items = 2 * 4 + 2
     # eager restarts everything: each item is drawn before and after the join
@@ -265,3 +263,74 @@ def test_replay_without_a_generation_is_a_usage_error():
 
     result = CliRunner().invoke(app, ["explain", "--replay"])
     assert result.exit_code == 2 and "--replay needs --generation" in result.output
+
+
+# ---------------------------------------------------------------- a record, not a summary
+
+
+def test_lost_work_says_when_it_is_due_and_once_reassigned_when_it_was():
+    """The delay's expiry is when the leader rejoins; the round that hands the work out
+    completes a few seconds later, and the history says both."""
+    lost = {"lost": work("ct1-1").to_json()}
+    records = [
+        record("w1", 6, 45, members=["w1"], owned=["ct1", "ct1-0"], delay_ms=8000, sets=lost),
+        record("w1", 7, 58, trigger="scheduled rebalance delay expired", members=["w1"],
+               owned=["ct1", "ct1-0", "ct1-1"], assigned=["ct1-1"],
+               sets={**lost, "lost_reassigned": work("ct1-1").to_json()}),
+    ]
+    held, handed = cluster_history(records)["rounds"]
+    assert held["lost_work"]["waiting"] == ["ct1-1"]
+    assert held["lost_work"]["due_ms"] == T0 + 53_000
+    assert handed["lost_work"]["reassigned"] == ["ct1-1"]
+    assert handed["lost_work"]["reassigned_ms"] == T0 + 58_000
+    assert handed["lost_work"]["reassigned_lost_at_ms"] == T0 + 45_000
+    assert handed["lost_work"]["late_ms"] == 5_000
+    text = _render(cluster_history(records))
+    assert "due to be reassigned at 2025-11-24T16:00:53.000+00:00" in text
+    assert "reassigned ct1-1 at 2025-11-24T16:00:58.000+00:00 (5.0 s after it was due)" in text
+
+
+def test_workers_stopped_at_once_and_started_again_show_a_shutdown_between():
+    ran = {"w1": ["ct1", "ct1-0"], "w2": ["ct1-1"]}
+    notes = [{"worker": w, "generation": 3, "at_ms": T0 + 30_000 + i, "stopped":
+              work(*items).to_json()} for i, (w, items) in enumerate(ran.items())]
+    records = [
+        record("w1", 3, 10, members=["w1", "w2"], owned=ran["w1"], assigned=ran["w1"]),
+        record("w2", 3, 10, owned=ran["w2"], assigned=ran["w2"]),
+        # 17 minutes later both start again: a new member id each
+        {**record("w1", 4, 30 + 17 * 60, members=["w1", "w2"], owned=ran["w1"],
+                  assigned=ran["w1"]), "member_id": "w1-id2", "leader": "w1-id2"},
+        {**record("w2", 4, 30 + 17 * 60, owned=ran["w2"], assigned=ran["w2"]),
+         "member_id": "w2-id2", "leader": "w1-id2"},
+    ]
+    doc = cluster_history(records, notes)
+    _formed, shutdown, again = doc["rounds"]
+    assert shutdown["event"] == "shutdown" and shutdown["generation"] is None
+    assert shutdown["revoked"] == {w: work(*items).to_json() for w, items in ran.items()}
+    assert shutdown["trigger"] == "group stopped: every worker left (w1, w2)"
+    assert again["causes"][0]["cause"] == "group formed again"
+    assert "after a full restart (down 17m00s)" in again["trigger"]
+    assert again["revoked"] == {}  # the stops are the shutdown's, counted once
+    assert doc["summary"]["tasks_stopped"] == 2 and doc["summary"]["tasks_started"] == 4
+    assert "round 2 · shutdown ·" in _render(doc)
+
+    # the same story written as far as the shutdown: the group is down now
+    down = cluster_history(records[:2], notes)
+    assert down["rounds"][-1]["event"] == "shutdown"
+    assert down["rounds"][:2] == doc["rounds"][:2]
+
+
+def test_a_worker_killed_and_restarted_within_its_session_is_counted_as_gone():
+    """No note (kill -9), the same name back with a new member id: what the dead process
+    ran is counted as stopped, keyed as the simulator keys a gone process."""
+    records = [
+        record("w1", 3, 10, members=["w1", "w2"], owned=["ct1"], assigned=["ct1"]),
+        record("w2", 3, 10, owned=["ct1-0", "ct1-1"], assigned=["ct1-0", "ct1-1"]),
+        record("w1", 4, 20, members=["w1", "w2"], owned=["ct1"]),
+        {**record("w2", 4, 20, owned=["ct1-0", "ct1-1"], assigned=["ct1-0", "ct1-1"]),
+         "member_id": "w2-new"},
+    ]
+    round4 = cluster_history(records)["rounds"][-1]
+    assert round4["causes"][0] == {"cause": "worker rejoined as new", "worker": "w2"}
+    assert round4["revoked"] == {"w2 (gone)": work("ct1-0", "ct1-1").to_json()}
+    assert round4["sources"]["w2 (gone)"] == "gone (leader's assignment)"

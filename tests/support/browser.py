@@ -20,13 +20,13 @@ def chromium() -> str:
 def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--disable-dev-shm-usage", "--virtual-time-budget=3000", *args],
+         "--disable-dev-shm-usage", "--virtual-time-budget=8000", *args],
         capture_output=True, text=True, timeout=120)
 
 
-def dom(url: str) -> str:
-    """The page's DOM after its scripts ran."""
-    result = _run("--dump-dom", url)
+def dom(url: str, size: str = "1400,1000") -> str:
+    """The page's DOM after its scripts ran, in a window of this size."""
+    result = _run(f"--window-size={size}", "--dump-dom", url)
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from kctl.api import Schema, Type
 from kctl.api.arrow import PRECISION_PARAM
-from kctl.api.data import DATE, DECIMAL, TIME, TIMESTAMP
+from kctl.api.data import DATE, DECIMAL, TIME, TIMESTAMP, a
 from kctl.connectors.jdbc._common import Dialect, split_table
 from kctl.errors import ConnectError
 
@@ -99,7 +99,7 @@ def column_type(dialect: Dialect, schema: Schema, *, key: bool = False,
         if key and not staging and t is Type.BYTES:
             return "VARBINARY(256)"
         return maria
-    raise UnsupportedType(f"Field {field!r} is a {t.value}: JdbcSink writes primitive fields, "
+    raise UnsupportedType(f"Field {field!r} is {a(t.value)}: JdbcSink writes primitive fields, "
                           "decimals, dates and timestamps (flatten nested values first, e.g. "
                           "with a Flatten transform)")
 

@@ -34,6 +34,8 @@ from kctl.errors import (
 from kctl.rest.internal import FORWARD_CONFLICT, InterWorkerClient, verify
 from kctl.rest.rebalances import ERRORS as REBALANCE_ERRORS
 from kctl.rest.rebalances import rebalance_router
+from kctl.rest.topics import ERRORS as TOPIC_ERRORS
+from kctl.rest.topics import topic_router
 from kctl.runtime.herder import Herder
 from kctl.runtime.loggers import LEVELS, Loggers
 from kctl.runtime.metrics import worker_registry
@@ -97,6 +99,7 @@ ERRORS_BY_OPERATION: dict[tuple[str, str], tuple[int, ...]] = {
 }
 
 ERRORS_BY_OPERATION.update(REBALANCE_ERRORS)  # kctl's extension: rest/rebalances.py
+ERRORS_BY_OPERATION.update(TOPIC_ERRORS)  # kctl's extension: rest/topics.py
 
 ERROR_SCHEMA = {
     "type": "object", "required": ["error_code", "message"],
@@ -270,6 +273,7 @@ def create_app(herder: Herder, loggers: Loggers | None = None,
         return error_response(400, f"Invalid request ({where}): {first['msg']}")
 
     app.include_router(rebalance_router(herder))
+    app.include_router(topic_router(herder))
 
     @app.get("/")
     def root() -> dict[str, Any]:

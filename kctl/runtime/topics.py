@@ -148,9 +148,24 @@ def list_topics(transport: Transport) -> list[dict[str, Any]]:
             for name, n in sorted(transport.admin().list_topics().items())]
 
 
-def _bounds(consumer: Consumer, tps: list[TopicPartition]) -> tuple[dict[TopicPartition, int],
-                                                                    dict[TopicPartition, int]]:
-    return consumer.beginning_offsets(tps), consumer.end_offsets(tps)
+def _bounds(consumer: Consumer, tps: list[TopicPartition], wait_s: float = 5.0
+            ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
+    """Each partition's start and end offsets, exact.
+
+    A broker may answer "latest" short of the end until a fetch has carried the partition's
+    high watermark (Tansu answers the end of a partition's first batch), so every partition
+    that holds records is fetched from once (the caller seeks where it reads afterwards).
+    """
+    starts, ends = consumer.beginning_offsets(tps), consumer.end_offsets(tps)
+    unfetched = {tp for tp in tps if ends[tp] > starts[tp]}
+    if not unfetched:
+        return starts, ends
+    for tp in tps:
+        consumer.seek(tp, starts[tp])
+    deadline = time.monotonic() + wait_s
+    while unfetched and time.monotonic() < deadline:
+        unfetched -= {r.topic_partition for r in consumer.poll_batch(100, 0.2)}
+    return starts, consumer.end_offsets(tps)
 
 
 def describe_topic(transport: Transport, topic: str, value_converter: Converter,
@@ -229,8 +244,8 @@ def _read_range(consumer: Consumer, tp: TopicPartition, lo: int, hi: int,
     return out
 
 
-def _start_positions(consumer: Consumer, tps: list[TopicPartition],
-                     request: ReadRequest) -> dict[TopicPartition, int]:
+def _start_positions(consumer: Consumer, tps: list[TopicPartition], request: ReadRequest
+                     ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
     starts, ends = _bounds(consumer, tps)
     out = {}
     for tp in tps:
@@ -244,8 +259,10 @@ def _start_positions(consumer: Consumer, tps: list[TopicPartition],
             at = ends[tp] - request.last
         else:
             at = starts[tp]
-        out[tp] = min(max(at, starts[tp]), ends[tp])
-    return out
+        # never moved back to an end a broker may still answer short: a position past the
+        # end only waits for records to come
+        out[tp] = max(at, starts[tp])
+    return out, ends
 
 
 def read_records(transport: Transport, topic: str, request: ReadRequest,
@@ -270,10 +287,9 @@ def read_records(transport: Transport, topic: str, request: ReadRequest,
     truncated = False
     try:
         consumer.assign(tps)
-        positions = _start_positions(consumer, tps, request)
+        positions, ends = _start_positions(consumer, tps, request)
         for tp, at in positions.items():
             consumer.seek(tp, at)
-        ends = consumer.end_offsets(tps)
         deadline = time.monotonic() + wait_s
         stall = time.monotonic() + 10.0  # the end is known; a slow broker may lag behind it
         while len(records) < limit and not truncated:
@@ -300,6 +316,7 @@ def read_records(transport: Transport, topic: str, request: ReadRequest,
                 stall = time.monotonic() + 10.0
             if not pending or not batch:
                 ends = consumer.end_offsets(tps)
+        ends = consumer.end_offsets(tps)
     finally:
         consumer.close()
     records.sort(key=lambda r: (r.timestamp, r.partition, r.offset))

@@ -110,3 +110,22 @@ def test_answers_are_bounded_and_bad_requests_are_named(api):
     assert small["limits"]["max_records"] == MAX_RECORDS
     assert api.get("/topics/numbers/records",
                    params={"connector": "no-such"}).status_code == 404
+
+
+def test_topics_ask_for_the_same_credentials_as_every_other_path(tmp_path):
+    creds = tmp_path / "credentials.properties"
+    creds.write_text("alice=wonderland\n")
+    w = StandaloneWorker(WorkerConfig({
+        "state.dir": str(tmp_path / "state"), "listeners": "http://127.0.0.1:0",
+        "rest.extension.classes": "basic", "rest.basic.auth.credentials.file": str(creds)}))
+    w.start()
+    try:
+        with httpx.Client(base_url=w.rest.url, timeout=30) as anonymous:
+            for path in ("/topics", "/topics/t", "/topics/t/records"):
+                assert anonymous.get(path).status_code == 401, path
+                assert anonymous.get(path, auth=("alice", "looking-glass")).status_code == 401
+            assert anonymous.get("/topics", auth=("alice", "wonderland")).status_code == 200
+            assert anonymous.get("/topics/t/records",
+                                 auth=("alice", "wonderland")).status_code == 404
+    finally:
+        w.stop()

@@ -23,6 +23,7 @@ from kctl.api.converter import Converter
 from kctl.api.data import Schema, Struct
 from kctl.api.records import TopicPartition
 from kctl.errors import NotFoundError, ValidationError
+from kctl.runtime.secrets import REDACTOR
 from kctl.transport.base import Consumer, LogRecord, Transport
 
 MAX_RECORDS = 1000
@@ -89,6 +90,19 @@ def _text(raw: bytes | None) -> str | None:
     return None if raw is None else raw.decode("utf-8", "backslashreplace")
 
 
+def _redacted(value: Any) -> Any:
+    """The value with the secrets this process knows hidden in every text it holds: a
+    topic may carry them (a connector's config, as Kafka Connect's config topic stores it),
+    and no REST answer shows a secret."""
+    if isinstance(value, str):
+        return REDACTOR.redact(value)
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    return value
+
+
 def schema_json(schema: Schema | None) -> dict[str, Any] | None:
     """Kafka's schema JSON (JsonConverter's envelope form) of a schema."""
     from kctl.runtime.converters.json_schema import JsonSchemaCodec
@@ -128,7 +142,7 @@ def describe_record(record: LogRecord, decoders: Decoders) -> dict[str, Any]:
             continue
         if part == "value":
             out["schema"] = schema_id(schema_json(schema))
-    return out
+    return _redacted(out) if REDACTOR else out
 
 
 def _size(record: LogRecord) -> int:

@@ -12,6 +12,7 @@ import pytest
 from kctl.api import SchemaBuilder, Struct
 from kctl.api.data import INT64_SCHEMA, OPTIONAL_STRING_SCHEMA, decimal_schema, timestamp_schema
 from kctl.runtime.converters import JsonConverter, StringConverter
+from kctl.runtime.secrets import HIDDEN, REDACTOR
 from kctl.runtime.topics import Decoders, ReadRequest, describe_topic, plain, read_records
 from kctl.transport.base import ProducerRecord, TopicSpec
 from kctl.transport.embedded import EmbeddedTransport
@@ -89,3 +90,19 @@ def test_decoded_values_keep_their_exact_form():
     assert plain(Struct(row, {"amount": Decimal("12.30"), "at": at})) == \
         {"amount": "12.30", "at": "2024-05-01T12:30:00+00:00"}
     assert plain([b"text", b"\xff\x00"]) == ["text", "base64:/wA="]
+
+
+def test_a_secret_the_worker_knows_is_hidden_in_the_records_shown(log, monkeypatch):
+    monkeypatch.setattr(REDACTOR, "_values", set(REDACTOR._values))  # as it was, after
+    monkeypatch.setattr(REDACTOR, "_pattern", REDACTOR._pattern)
+    REDACTOR.add(["t0p-s3cret"])
+    producer = log.producer()
+    producer.send(ProducerRecord("rows", b'{"connection.password": "t0p-s3cret"}',
+                                 partition=0, headers=(("pw", b"t0p-s3cret"),)))
+    producer.flush(10)
+    schemaless = JsonConverter()
+    schemaless.configure({"schemas.enable": "false"}, False)
+    [record] = read_records(log, "rows", ReadRequest(),
+                            Decoders(StringConverter(), schemaless, "options"))["records"]
+    assert record["value"] == {"connection.password": HIDDEN}
+    assert record["headers"] == [["pw", HIDDEN]]

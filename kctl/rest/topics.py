@@ -29,6 +29,8 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("get", "/topics/{topic}/records"): (400, 404),
 }
 POSITIONS_PATTERN = r"^\d{1,6}:\d{1,19}(,\d{1,6}:\d{1,19})*$"
+# a converter's alias (json, string, bytes), Kafka class name or Python dotted path
+CONVERTER_PATTERN = r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)*$"
 
 
 class TopicSummary(BaseModel):
@@ -121,7 +123,8 @@ def topic_router(herder: Herder) -> APIRouter:
     def describe(topic: str,
                  connector: str | None = Query(None, description="Decode values with this "
                                                                  "connector's converter"),
-                 value_converter: str | None = Query(None)) -> Any:
+                 value_converter: str | None = Query(None, pattern=CONVERTER_PATTERN)
+                 ) -> Any:
         return herder.describe_topic(topic, connector, value_converter)
 
     @router.get("/topics/{topic}/records", response_model=TopicRecords,
@@ -142,8 +145,8 @@ def topic_router(herder: Herder) -> APIRouter:
                              description="How long to wait for records not there yet"),
         connector: str | None = Query(None, description="Decode with this connector's "
                                                         "converters"),
-        key_converter: str | None = Query(None),
-        value_converter: str | None = Query(None),
+        key_converter: str | None = Query(None, pattern=CONVERTER_PATTERN),
+        value_converter: str | None = Query(None, pattern=CONVERTER_PATTERN),
     ) -> Any:
         request = ReadRequest(start=start, offset=offset, last=last, partition=partition,
                               positions=_positions(positions), max_records=max_records,

@@ -428,10 +428,14 @@ class AbstractHerder(Herder, ConnectorListener):
 
         return list_topics(self._w.transport)
 
-    def _decoders(self, connector: str | None, key_converter: str | None,
+    def _decoders(self, topic: str, connector: str | None, key_converter: str | None,
                   value_converter: str | None) -> Decoders:
+        """The converters to decode `topic` with; an unknown topic is NotFoundError first,
+        whatever the converters named."""
         from kctl.runtime.topics import Decoders
 
+        if topic not in self._w.transport.admin().list_topics():
+            raise NotFoundError(f"Topic {topic} not found")
         config = self._require(connector) if connector else None
         key, value = self._w.record_converters(config, key_converter, value_converter)
         named = [f"connector {connector}"] if connector else []
@@ -443,7 +447,7 @@ class AbstractHerder(Herder, ConnectorListener):
                        value_converter: str | None = None) -> dict[str, Any]:
         from kctl.runtime.topics import describe_topic
 
-        decoders = self._decoders(connector, None, value_converter)
+        decoders = self._decoders(topic, connector, None, value_converter)
         return {**describe_topic(self._w.transport, topic, decoders.value),
                 "decoded_by": decoders.source}
 
@@ -453,7 +457,7 @@ class AbstractHerder(Herder, ConnectorListener):
         from kctl.runtime.topics import read_records
 
         return read_records(self._w.transport, topic, request,
-                            self._decoders(connector, key_converter, value_converter))
+                            self._decoders(topic, connector, key_converter, value_converter))
 
     # -- plugins ----------------------------------------------------------------------------------
     def plugins(self, connectors_only: bool = True) -> list[PluginInfo]:

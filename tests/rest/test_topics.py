@@ -110,6 +110,12 @@ def test_answers_are_bounded_and_bad_requests_are_named(api):
     assert small["limits"]["max_records"] == MAX_RECORDS
     assert api.get("/topics/numbers/records",
                    params={"connector": "no-such"}).status_code == 404
+    # a converter's name is an alias or a dotted path; an unknown topic is 404 whatever it is
+    assert api.get("/topics/numbers", params={"value_converter": "\\"}).status_code == 400
+    assert api.get("/topics/nothing-here",
+                   params={"value_converter": "no.such.Converter"}).status_code == 404
+    assert api.get("/topics/numbers/records",
+                   params={"value_converter": "no.such.Converter"}).status_code == 400
 
 
 def test_topics_ask_for_the_same_credentials_as_every_other_path(tmp_path):

@@ -6,7 +6,11 @@ to end >= 0.5 of a raw Python copy of the same lines, 2M >= 0.8).
 
     python benchmarks/bench_fresh_worker.py [--records 400000] [--up 20]
         [--modes eager,lazy] [--runs 1] [--on embedded,broker] [--bootstrap HOST:PORT]
-        [--profile PREFIX]
+        [--profile PREFIX] [--tasks-max 1,2] [--batch-max-rows 50000,100000]
+        [--delivery exactly_once,at_least_once]
+
+The last three sweep the configurations users choose (FileSource `tasks.max` and
+`batch.max.rows`, FileSink `delivery.guarantee`): each combination is a fresh worker.
 
 For each `spark.start` mode (each a fresh worker process, one after the other):
 
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -82,8 +87,11 @@ def worker_config(work: Path, mode: str, args: argparse.Namespace,
 
 
 def one_worker(root: Path, mode: str, n: int, args: argparse.Namespace,
-               bootstrap: str | None, place: str, run: int = 0) -> dict[str, Any]:
-    work = root / f"worker-{place}-{mode}-{run}"  # a cluster's group and topics are per run
+               bootstrap: str | None, place: str, run: int = 0,
+               setting: tuple[int, int, str] = (1, 100_000, "exactly_once")) -> dict[str, Any]:
+    tasks_max, batch_rows, delivery = setting
+    # a cluster's group and topics are per run
+    work = root / f"worker-{place}-{mode}-{run}-{tasks_max}-{batch_rows}-{delivery}"
     work.mkdir(parents=True)
     (work / "worker.yaml").write_text(yaml.safe_dump(worker_config(work, mode, args,
                                                                    bootstrap)))
@@ -99,9 +107,9 @@ def one_worker(root: Path, mode: str, n: int, args: argparse.Namespace,
         rest_up = time.perf_counter() - launched
         time.sleep(args.up)
         source = {"connector.class": "FileSource", "path": str(indir), "format": "json",
-                  "topic": "clicks"}
+                  "topic": "clicks", "tasks.max": tasks_max, "batch.max.rows": batch_rows}
         sink = {"connector.class": "FileSink", "topics": "clicks", "path": str(outdir),
-                "format": "json", "delivery.guarantee": "exactly_once",
+                "format": "json", "delivery.guarantee": delivery,
                 "rotate.interval.ms": 1000}
         count = CommittedLines(outdir)
         created = time.perf_counter()
@@ -140,12 +148,17 @@ def one_worker(root: Path, mode: str, n: int, args: argparse.Namespace,
         memory = (rss_mb(worker.pid), rss_mb(java) if java else 0.0)
         warm = [ln for ln in (work / "worker.log").read_text().splitlines()
                 if "Spark warm-up:" in ln or "SparkSession ready" in ln]
-        return {"place": place, "mode": mode, "rest_up": rest_up, "first": first, "n_seconds": end - arrived,
+        return {"place": place, "mode": mode, "setting": setting, "rest_up": rest_up, "first": first, "n_seconds": end - arrived,
                 "from_creation": end - created, "check": check, "memory": memory, "cpu": cpu,
                 "warm": [ln.split(": ", 1)[-1] for ln in warm], "steps": steps}
     finally:
         worker.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _setting(setting: tuple[int, int, str]) -> str:
+    tasks_max, batch_rows, delivery = setting
+    return f"tasks.max {tasks_max} batch.max.rows {batch_rows:,} {delivery}"
 
 
 def main() -> None:
@@ -168,8 +181,17 @@ def main() -> None:
     parser.add_argument("--profile", metavar="PREFIX",
                         help="run each worker under py-spy (raw collapsed stacks in "
                              "PREFIX.WHERE.MODE.txt, for profile_summary.py; pip install py-spy)")
+    parser.add_argument("--tasks-max", default="1", help="FileSource tasks.max values")
+    parser.add_argument("--batch-max-rows", default="100000",
+                        help="FileSource batch.max.rows values")
+    parser.add_argument("--delivery", default="exactly_once",
+                        help="FileSink delivery.guarantee values")
     args = parser.parse_args()
     n = args.records
+    settings = list(itertools.product(
+        [int(v) for v in args.tasks_max.split(",")],
+        [int(v) for v in args.batch_max_rows.split(",")],
+        [v.strip() for v in args.delivery.split(",")]))
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     places = [p.strip() for p in args.on.split(",") if p.strip()]
     results = []
@@ -182,11 +204,12 @@ def main() -> None:
               f"{args.up:.0f} s after REST is up; {os.cpu_count()} CPU(s)", flush=True)
         for k in range(args.runs):
             for place in places:
-                for mode in modes:
+                for mode, setting in itertools.product(modes, settings):
                     r = one_worker(root, mode, n, args, bootstrap if place == "broker" else None,
-                                   place, k)
+                                   place, k, setting)
                     results.append(r)
-                    print(f"  {place} spark.start {mode:<5} run {k + 1}: REST up "
+                    print(f"  {place} spark.start {mode:<5} {_setting(setting)} run {k + 1}: "
+                          "REST up "
                           f"{r['rest_up']:.1f} s; first record {r['first']:.2f} s; {n:,} "
                           f"records {r['n_seconds']:.2f} s ({n / r['n_seconds']:,.0f}/s), "
                           f"{r['from_creation']:.2f} s from creation; CPU during the N "
@@ -202,12 +225,12 @@ def main() -> None:
     print(f"\n  raw Python copy (json.loads + json.dumps per line, best of 3): {raw:.2f} s "
           f"({n / raw:,.0f}/s)")
     for r in results:
-        print(f"  {r['place']} spark.start {r['mode']:<5}: first record {r['first']:.2f} s "
+        print(f"  {r['place']} spark.start {r['mode']:<5} {_setting(r['setting'])}: first record {r['first']:.2f} s "
               f"(target <= 3); {n:,} records / raw copy {raw / r['n_seconds']:.2f}, from "
               f"creation {raw / r['from_creation']:.2f}; CPU-s per 100k records "
               f"{sum(r['cpu']) * 100_000 / n:.1f}")
     for mode in modes:
-        by = {r["place"]: r for r in results if r["mode"] == mode}
+        by = {r["place"]: r for r in results if r["mode"] == mode and r["setting"] == settings[-1]}
         if "embedded" in by and "broker" in by:
             print(f"  spark.start {mode}: broker / embedded records/s "
                   f"{by['embedded']['n_seconds'] / by['broker']['n_seconds']:.2f}, CPU-s "

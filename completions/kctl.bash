@@ -9,7 +9,7 @@
 _kctl_command() {
     case $1 in
         'kctl')
-            subs='worker connector plugins dlq context logger rebalance group schema'
+            subs='worker connector plugins dlq topic context logger rebalance group schema'
             opts='--url --context --cacert --insecure --output -o --debug --timeout --install-completion --show-completion --help'
             vopts='--url --context --cacert --output -o --timeout' ;;
         'kctl worker')
@@ -124,6 +124,22 @@ _kctl_command() {
             subs=''
             opts='--yes -y --output -o --help'
             vopts='--output -o' ;;
+        'kctl topic')
+            subs='list describe read'
+            opts='--help'
+            vopts='' ;;
+        'kctl topic list')
+            subs=''
+            opts='--output -o --help'
+            vopts='--output -o' ;;
+        'kctl topic describe')
+            subs=''
+            opts='--connector -c --value-converter --output -o --help'
+            vopts='--connector -c --value-converter --output -o' ;;
+        'kctl topic read')
+            subs=''
+            opts='--from-beginning --offset --last --partition -p --max -n --follow -f --connector -c --key-converter --value-converter --output -o --help'
+            vopts='--offset --last --partition -p --max -n --connector -c --key-converter --value-converter --output -o' ;;
         'kctl context')
             subs='set use list current delete'
             opts='--help'
@@ -260,6 +276,12 @@ _kctl_value() {
         'kctl dlq replay --output'|'kctl dlq replay -o')
             kind=choice words='table json yaml' ;;
         'kctl dlq purge --output'|'kctl dlq purge -o')
+            kind=choice words='table json yaml' ;;
+        'kctl topic list --output'|'kctl topic list -o')
+            kind=choice words='table json yaml' ;;
+        'kctl topic describe --output'|'kctl topic describe -o')
+            kind=choice words='table json yaml' ;;
+        'kctl topic read --output'|'kctl topic read -o')
             kind=choice words='table json yaml' ;;
         'kctl context set --output'|'kctl context set -o')
             kind=choice words='table json yaml' ;;

@@ -6,7 +6,7 @@
 function __kctl_subcommands --description 'Subcommands of the kctl command path in argv'
     switch "$argv"
         case ''
-            printf '%s\n' worker connector plugins dlq context logger rebalance group schema
+            printf '%s\n' worker connector plugins dlq topic context logger rebalance group schema
         case 'worker'
             printf '%s\n' start prepare
         case 'connector'
@@ -17,6 +17,8 @@ function __kctl_subcommands --description 'Subcommands of the kctl command path 
             printf '%s\n' list new
         case 'dlq'
             printf '%s\n' show replay purge
+        case 'topic'
+            printf '%s\n' list describe read
         case 'context'
             printf '%s\n' set use list current delete
         case 'logger'
@@ -76,6 +78,12 @@ function __kctl_value_options --description 'Options of the kctl command path in
             printf '%s\n' --to --output -o
         case 'dlq purge'
             printf '%s\n' --output -o
+        case 'topic list'
+            printf '%s\n' --output -o
+        case 'topic describe'
+            printf '%s\n' --connector -c --value-converter --output -o
+        case 'topic read'
+            printf '%s\n' --offset --last --partition -p --max -n --connector -c --key-converter --value-converter --output -o
         case 'context set'
             printf '%s\n' --url --cacert --user --output -o
         case 'context use'
@@ -163,6 +171,7 @@ complete -c kctl -n '__kctl_at' -a worker -d 'Run a worker.'
 complete -c kctl -n '__kctl_at' -a connector -d 'Manage connectors on a worker.'
 complete -c kctl -n '__kctl_at' -a plugins -d 'Connector plugins the worker knows.'
 complete -c kctl -n '__kctl_at' -a dlq -d 'A connector\'s dead letter queue.'
+complete -c kctl -n '__kctl_at' -a topic -d 'Look inside topics: list, describe, read records.'
 complete -c kctl -n '__kctl_at' -a context -d 'Named worker URLs (kcctl\'s contexts).'
 complete -c kctl -n '__kctl_at' -a logger -d 'A worker\'s log levels at run time (KIP-495).'
 complete -c kctl -n '__kctl_at' -a rebalance -d 'Simulate Kafka Connect and consumer group rebalances and explain every round.'
@@ -333,6 +342,35 @@ complete -c kctl -n '__kctl_at dlq replay' -l help -d 'Show this message and exi
 complete -c kctl -n '__kctl_at dlq purge' -l yes -s y -d 'Do not ask for confirmation.'
 complete -c kctl -n '__kctl_at dlq purge' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
 complete -c kctl -n '__kctl_at dlq purge' -l help -d 'Show this message and exit.'
+
+# kctl topic
+complete -c kctl -n '__kctl_at topic' -a list -d 'Every topic of the worker\'s log, with its partition count.'
+complete -c kctl -n '__kctl_at topic' -a describe -d 'Partitions with start and end offsets, and the value schemas seen (in the first and'
+complete -c kctl -n '__kctl_at topic' -a read -d 'Records with partition, offset, timestamp, headers, key and value, decoded by the'
+complete -c kctl -n '__kctl_at topic' -l help -d 'Show this message and exit.'
+
+# kctl topic list
+complete -c kctl -n '__kctl_at topic list' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at topic list' -l help -d 'Show this message and exit.'
+
+# kctl topic describe
+complete -c kctl -n '__kctl_at topic describe' -l connector -s c -x -d 'Decode with this connector\'s converters.'
+complete -c kctl -n '__kctl_at topic describe' -l value-converter -x -d 'Decode values with this converter.'
+complete -c kctl -n '__kctl_at topic describe' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at topic describe' -l help -d 'Show this message and exit.'
+
+# kctl topic read
+complete -c kctl -n '__kctl_at topic read' -l from-beginning -d 'Read each partition from its start (the default).'
+complete -c kctl -n '__kctl_at topic read' -l offset -x -d 'Read each partition from this offset.'
+complete -c kctl -n '__kctl_at topic read' -l last -x -d 'Read the last N records of each partition.'
+complete -c kctl -n '__kctl_at topic read' -l partition -s p -x -d 'Only this partition.'
+complete -c kctl -n '__kctl_at topic read' -l max -s n -x -d 'Stop after this many records.'
+complete -c kctl -n '__kctl_at topic read' -l follow -s f -d 'Keep reading new records as they come (Ctrl-C stops).'
+complete -c kctl -n '__kctl_at topic read' -l connector -s c -x -d 'Decode with this connector\'s converters.'
+complete -c kctl -n '__kctl_at topic read' -l key-converter -x -d 'Decode keys with this converter.'
+complete -c kctl -n '__kctl_at topic read' -l value-converter -x -d 'Decode values with this converter.'
+complete -c kctl -n '__kctl_at topic read' -l output -s o -x -a 'table json yaml' -d 'table, json or yaml'
+complete -c kctl -n '__kctl_at topic read' -l help -d 'Show this message and exit.'
 
 # kctl context
 complete -c kctl -n '__kctl_at context' -a set -d 'Add or change a context (the first one becomes current). The file is private'

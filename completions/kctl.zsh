@@ -30,6 +30,7 @@ _kctl() {
                 'connector:Manage connectors on a worker.'
                 'plugins:Connector plugins the worker knows.'
                 'dlq:A connector'\''s dead letter queue.'
+                'topic:Look inside topics: list, describe, read records.'
                 'context:Named worker URLs (kcctl'\''s contexts).'
                 'logger:A worker'\''s log levels at run time (KIP-495).'
                 'rebalance:Simulate Kafka Connect and consumer group rebalances and explain every round.'
@@ -44,6 +45,7 @@ _kctl() {
                 connector) _kctl_connector && ret=0 ;;
                 plugins) _kctl_plugins && ret=0 ;;
                 dlq) _kctl_dlq && ret=0 ;;
+                topic) _kctl_topic && ret=0 ;;
                 context) _kctl_context && ret=0 ;;
                 logger) _kctl_logger && ret=0 ;;
                 rebalance) _kctl_rebalance && ret=0 ;;
@@ -428,6 +430,75 @@ _kctl_dlq_purge() {
         '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
         '--help[Show this message and exit.]' \
         '1:name: '
+}
+
+# kctl topic
+_kctl_topic() {
+    local curcontext=$curcontext state state_descr line ret=1
+    typeset -A opt_args
+    _arguments -C \
+        '--help[Show this message and exit.]' \
+        '1:command:->command' \
+        '*::argument:->argument' && ret=0
+    case $state in
+        command)
+            local -a commands=(
+                'list:Every topic of the worker'\''s log, with its partition count.'
+                'describe:Partitions with start and end offsets, and the value schemas seen (in the first and'
+                'read:Records with partition, offset, timestamp, headers, key and value, decoded by the'
+            )
+            _describe -t commands 'kctl topic command' commands && ret=0 ;;
+        argument)
+            curcontext=${curcontext%:*:*}:kctl-topic-$line[1]:
+            case $line[1] in
+                list) _kctl_topic_list && ret=0 ;;
+                describe) _kctl_topic_describe && ret=0 ;;
+                read) _kctl_topic_read && ret=0 ;;
+            esac ;;
+    esac
+    return ret
+}
+
+# kctl topic list
+_kctl_topic_list() {
+    _arguments \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]'
+}
+
+# kctl topic describe
+_kctl_topic_describe() {
+    _arguments \
+        '(--connector -c)--connector=[Decode with this connector'\''s converters.]:connector: ' \
+        '(--connector -c)-c+[Decode with this connector'\''s converters.]:connector: ' \
+        '--value-converter=[Decode values with this converter.]:value_converter: ' \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]' \
+        '1:topic: '
+}
+
+# kctl topic read
+_kctl_topic_read() {
+    _arguments \
+        '--from-beginning[Read each partition from its start (the default).]' \
+        '--offset=[Read each partition from this offset.]:offset: ' \
+        '--last=[Read the last N records of each partition.]:last: ' \
+        '(--partition -p)--partition=[Only this partition.]:partition: ' \
+        '(--partition -p)-p+[Only this partition.]:partition: ' \
+        '(--max -n)--max=[Stop after this many records.]:max_records: ' \
+        '(--max -n)-n+[Stop after this many records.]:max_records: ' \
+        '(--follow -f)--follow[Keep reading new records as they come (Ctrl-C stops).]' \
+        '(--follow -f)-f[Keep reading new records as they come (Ctrl-C stops).]' \
+        '(--connector -c)--connector=[Decode with this connector'\''s converters.]:connector: ' \
+        '(--connector -c)-c+[Decode with this connector'\''s converters.]:connector: ' \
+        '--key-converter=[Decode keys with this converter.]:key_converter: ' \
+        '--value-converter=[Decode values with this converter.]:value_converter: ' \
+        '(--output -o)--output=[table, json or yaml]:output:(table json yaml)' \
+        '(--output -o)-o+[table, json or yaml]:output:(table json yaml)' \
+        '--help[Show this message and exit.]' \
+        '1:topic: '
 }
 
 # kctl context

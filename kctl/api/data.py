@@ -16,6 +16,11 @@ from typing import Any
 from kctl.errors import DataError
 
 
+def a(word: str) -> str:
+    """The word with its indefinite article, for messages: `an array`, `a struct`."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
 class Type(Enum):
     INT8 = "int8"
     INT16 = "int16"
@@ -98,7 +103,7 @@ class Schema:
 
     def field(self, name: str) -> Field | None:
         if self.type is not Type.STRUCT:
-            raise DataError(f"cannot look up field {name!r} on a {self.type.value} schema")
+            raise DataError(f"cannot look up field {name!r} on {a(self.type.value)} schema")
         return self._by_name.get(name)
 
     def __hash__(self) -> int:

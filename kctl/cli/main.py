@@ -23,6 +23,7 @@ from kctl.cli.logger import app as logger_app
 from kctl.cli.offsets import app as offsets_app
 from kctl.cli.plugins import app as plugins_app
 from kctl.cli.schema import app as schema_app
+from kctl.cli.topic import app as topic_app
 from kctl.cli.worker import app as worker_app
 from kctl.errors import KctlError, NotFoundError
 from kctl.exit_status import ExitStatus
@@ -55,6 +56,7 @@ app.add_typer(connector_app, name="connector")
 connector_app.add_typer(offsets_app, name="offsets")
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(dlq_app, name="dlq")
+app.add_typer(topic_app, name="topic")
 app.add_typer(context_app, name="context")
 app.add_typer(logger_app, name="logger")
 try:

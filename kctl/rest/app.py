@@ -15,7 +15,17 @@ from fastapi import FastAPI
 
 from kctl import __version__
 from kctl.errors import RequestTargetError
-from kctl.rest import connectors, dlq, internal, loggers, plugins, rebalances, registry, root
+from kctl.rest import (
+    connectors,
+    dlq,
+    internal,
+    loggers,
+    plugins,
+    rebalances,
+    registry,
+    root,
+    topics,
+)
 from kctl.rest.errors import install_error_handlers
 from kctl.rest.internal import BufferedBody, InterWorkerClient, forward
 from kctl.runtime.herder import Herder
@@ -24,7 +34,7 @@ from kctl.runtime.loggers import Loggers
 __all__ = ["create_app"]
 
 ROUTERS = (root.router, connectors.router, internal.router, dlq.router, loggers.router,
-           plugins.router, rebalances.router, registry.router)
+           plugins.router, rebalances.router, topics.router, registry.router)
 
 
 def create_app(herder: Herder, loggers: Loggers | None = None,

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from kctl.runtime.dlq import ReplayReport
     from kctl.runtime.groups import Groups
     from kctl.runtime.registry import SchemaRegistry
+    from kctl.runtime.topics import Decoders, ReadRequest
 
 log = logging.getLogger(__name__)
 
@@ -431,6 +432,43 @@ class AbstractHerder(Herder, ConnectorListener):
         from kctl.runtime.dlq import purge, purge_group
 
         return purge(self._w.transport, self._dlq_topic(name), purge_group(name))
+
+    # -- topics (kctl extension, read only) --------------------------------------------------------
+    def list_topics(self) -> list[dict[str, Any]]:
+        from kctl.runtime.topics import list_topics
+
+        return list_topics(self._w.transport)
+
+    def _decoders(self, topic: str, connector: str | None, key_converter: str | None,
+                  value_converter: str | None) -> Decoders:
+        """The converters to decode `topic` with; an unknown topic is NotFoundError first,
+        whatever the converters named."""
+        from kctl.runtime.topics import Decoders
+
+        if topic not in self._w.transport.admin().list_topics():
+            raise NotFoundError(f"Topic {topic} not found")
+        config = self._require(connector) if connector else None
+        key, value = self._w.record_converters(config, key_converter, value_converter)
+        named = [f"connector {connector}"] if connector else []
+        if key_converter or value_converter:
+            named.append("options")
+        return Decoders(key, value, " and ".join(named) or "worker defaults")
+
+    def describe_topic(self, topic: str, connector: str | None = None,
+                       value_converter: str | None = None) -> dict[str, Any]:
+        from kctl.runtime.topics import describe_topic
+
+        decoders = self._decoders(topic, connector, None, value_converter)
+        return {**describe_topic(self._w.transport, topic, decoders.value),
+                "decoded_by": decoders.source}
+
+    def read_topic(self, topic: str, request: ReadRequest, connector: str | None = None,
+                   key_converter: str | None = None,
+                   value_converter: str | None = None) -> dict[str, Any]:
+        from kctl.runtime.topics import read_records
+
+        return read_records(self._w.transport, topic, request,
+                            self._decoders(topic, connector, key_converter, value_converter))
 
     # -- plugins ----------------------------------------------------------------------------------
     def plugins(self, connectors_only: bool = True) -> list[PluginInfo]:

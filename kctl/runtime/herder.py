@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from kctl.runtime.dlq import ReplayReport
     from kctl.runtime.groups import Groups
     from kctl.runtime.registry import SchemaRegistry
+    from kctl.runtime.topics import ReadRequest
 
 __all__ = ["Herder", "SessionKey"]
 
@@ -184,3 +185,22 @@ class Herder(ABC):
     @abstractmethod
     def metrics(self) -> CollectorRegistry:
         """The worker's metrics in Kafka Connect's names, for Prometheus."""
+
+    # -- a look inside any topic (kctl's extension: `kctl topic`); reads only
+
+    @abstractmethod
+    def list_topics(self) -> list[dict[str, Any]]:
+        """Every topic of the worker's log: name and partitions."""
+
+    @abstractmethod
+    def describe_topic(self, topic: str, connector: str | None = None,
+                       value_converter: str | None = None) -> dict[str, Any]:
+        """Partitions with start and end offsets, and the value schemas seen (decoded as
+        `read_topic` decodes); NotFoundError for an unknown topic."""
+
+    @abstractmethod
+    def read_topic(self, topic: str, request: ReadRequest, connector: str | None = None,
+                   key_converter: str | None = None,
+                   value_converter: str | None = None) -> dict[str, Any]:
+        """A bounded page of records, decoded by the converters of `connector`, else those
+        named, else the worker's; `next` says where the following page starts."""

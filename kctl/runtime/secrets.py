@@ -19,10 +19,13 @@ Two mechanisms, because a secret can travel two ways:
   not what it is. A write that sends `[hidden]` back for a secret key keeps the stored
   value (see `restore_hidden`), so GET-edit-PUT round trips (kcctl's apply) work.
 - redaction, by value: the values of secret keys, once known (literal or resolved at
-  start), are replaced by `[hidden]` in every log record of the process and in every
-  status trace, wherever a connector or a library put them (an exception message, say).
-  Values shorter than MIN_SECRET_LENGTH are not redacted: replacing every `abc` in every
-  log line would make the logs useless and such a value hides nothing.
+  start), are replaced by `[hidden]` in every log record of the process, every status
+  trace and every REST error message, wherever a connector or a library put them (an
+  exception message, say). Only a whole value is replaced: where the secret stands as a
+  word of its own (`password postgres`, `'postgres'`, `u:postgres@`), never where it is
+  part of a longer word (`postgres` inside `jdbc:postgresql://`), so the rest of the text
+  reads as it was written and no gap spells the secret out. Values shorter than
+  MIN_SECRET_LENGTH are not redacted: such a value hides nothing.
 """
 
 from __future__ import annotations
@@ -134,6 +137,14 @@ def _url_restored(incoming: str, stored: str) -> str:
     return out
 
 
+def _whole(secret: str) -> str:
+    """A pattern of `secret` standing as a word of its own: a word character is neither
+    just before it (when it starts with one) nor just after it (when it ends with one)."""
+    before = r"(?<!\w)" if re.match(r"\w", secret[0]) else ""
+    after = r"(?!\w)" if re.match(r"\w", secret[-1]) else ""
+    return before + re.escape(secret) + after
+
+
 class Redactor:
     """The secret values this process knows; `redact` replaces them in any text."""
 
@@ -155,7 +166,7 @@ class Redactor:
                 return
             self._values |= new
             ordered = sorted(self._values, key=len, reverse=True)  # longest first
-            self._pattern = re.compile("|".join(map(re.escape, ordered)))
+            self._pattern = re.compile("|".join(map(_whole, ordered)))
 
     def redact(self, text: str) -> str:
         pattern = self._pattern

@@ -635,6 +635,24 @@ class Worker:
         return SourceReplayer(self, self.resolve(connector_config, plugin.cls().config(),
                                                  f"connector {name}"))
 
+    def record_converters(self, connector_config: Mapping[str, str] | None = None,
+                          key: str | None = None, value: str | None = None
+                          ) -> tuple[Converter, Converter]:
+        """The converters a connector's records are read with (`kctl topic read`): its own
+        (resolved, as a task's), else the worker's; `key` or `value` names another."""
+        config: dict[str, str] = {}
+        if connector_config:
+            plugin = self.plugins.connector_plugin(
+                connector_config.get(CONNECTOR_CLASS_CONFIG, ""))
+            config = dict(self.resolve(connector_config, plugin.cls().config(),
+                                       f"connector {connector_config.get('name', '')}"))
+        for which, name in ((KEY_CONVERTER_CLASS_CONFIG, key),
+                            (VALUE_CONVERTER_CLASS_CONFIG, value)):
+            if name:
+                config[which] = name
+        return (self._converter(config, KEY_CONVERTER_CLASS_CONFIG),
+                self._converter(config, VALUE_CONVERTER_CLASS_CONFIG))
+
     def _stored_offsets(self, connector: str) -> list[tuple[dict, dict | None]]:
         from kctl.storage.offsets import list_connector_offsets
 

@@ -250,6 +250,12 @@ class Consumer(ABC):
     @abstractmethod
     def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]: ...
 
+    def beginning_offsets(self, partitions: Iterable[TopicPartition]
+                          ) -> dict[TopicPartition, int]:
+        """The first offset each partition still holds (past what retention removed); 0
+        for a transport that does not say (a log that removes nothing)."""
+        return {tp: 0 for tp in partitions}
+
     @abstractmethod
     def close(self) -> None:
         """Leave the group (its partitions go to the remaining members)."""

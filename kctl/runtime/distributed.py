@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from kctl.errors import (
     AlreadyExistsError,
@@ -82,7 +82,7 @@ HISTORY_KEPT = 1000
 
 T = TypeVar("T")
 
-DriverFactory = Callable[[GroupMember[ConnectorsAndTasks]], GroupDriver[ConnectAssignment]]
+DriverFactory = Callable[[GroupMember[ConnectorsAndTasks]], GroupDriver[ConnectAssignment, ConnectorsAndTasks]]
 
 
 class TaskConfigSender(Protocol):
@@ -123,9 +123,9 @@ class _Snapshot:
 
 
 @dataclass
-class _Request:
-    run: Callable[[], Any]
-    future: Future[Any]
+class _Request(Generic[T]):
+    run: Callable[[], T]
+    future: Future[T]
 
 
 class DistributedHerder(AbstractHerder):
@@ -147,10 +147,10 @@ class DistributedHerder(AbstractHerder):
         self._send_to_leader = send_task_configs
         self._clock = clock
         self._request_timeout_s = request_timeout_s
-        self._driver: GroupDriver[ConnectAssignment] | None = None
+        self._driver: GroupDriver[ConnectAssignment, ConnectorsAndTasks] | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
-        self._requests: queue.SimpleQueue[_Request] = queue.SimpleQueue()
+        self._requests: queue.SimpleQueue[_Request[Any]] = queue.SimpleQueue()
         self._events: queue.SimpleQueue[HerderEvent] = queue.SimpleQueue()
         self._owned: ConnectorsAndTasks = EMPTY
         self._started_configs: dict[TaskId, dict[str, str]] = {}
@@ -197,7 +197,7 @@ class DistributedHerder(AbstractHerder):
             self.configs.remove_listener(self._on_config_event)
 
     @property
-    def _d(self) -> GroupDriver[ConnectAssignment]:
+    def _d(self) -> GroupDriver[ConnectAssignment, ConnectorsAndTasks]:
         assert self._driver is not None, "herder not started"
         return self._driver
 
@@ -249,7 +249,7 @@ class DistributedHerder(AbstractHerder):
         return (m is not None and m.state is MemberState.STABLE
                 and self._d.assignment is not None)
 
-    def _on_action(self, action: MemberAction) -> None:
+    def _on_action(self, action: MemberAction[ConnectorsAndTasks]) -> None:
         match action:
             case StopWork(work=work):
                 self._stop_work(work)
@@ -309,7 +309,7 @@ class DistributedHerder(AbstractHerder):
             return fn()
         if self._stopping.is_set():
             raise ConflictError("The worker is shutting down")
-        request = _Request(fn, Future())
+        request: _Request[T] = _Request(fn, Future())
         self._requests.put(request)
         if self._driver is not None:
             self._driver.wakeup()

@@ -4,7 +4,7 @@ A driver owns the I/O half of group membership: it sends the member's requests, 
 answers and the time back, and hands the application the member's actions. The
 distributed herder is written against this protocol only, so the same herder runs on a
 Kafka group coordinator (`transport/kafka_group.py`'s BrokerGroupDriver) and on the
-in-process coordinator of `kctl/rebalance/driver.py` (tests, replays), with no broker.
+in-process coordinator of `tests/support/in_process_group.py`, with no broker.
 """
 
 from __future__ import annotations

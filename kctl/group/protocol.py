@@ -2,8 +2,8 @@
 
 It and the coordinator (`group/coordinator.py`) each take an event and the current time and return actions (messages to send,
 work to start or stop, timers to set); neither owns a socket, a thread or a clock, so
-the same code runs under the deterministic simulator and, later, behind a driver that
-turns actions into real Kafka requests. Behaviour follows Kafka's GroupCoordinator /
+the same code runs under the deterministic simulator and behind a driver that turns
+actions into real Kafka requests (`transport/kafka_group.py`). Behaviour follows Kafka's GroupCoordinator /
 GroupMetadata (broker side) and AbstractCoordinator / WorkerCoordinator /
 ConsumerCoordinator (client side), simplified where a detail only matters on a wire.
 

@@ -130,8 +130,8 @@ class _Request(Generic[T]):
 
 class DistributedHerder(AbstractHerder):
     """A worker of a kctl cluster. `driver_factory` builds the group driver for the
-    worker's member (the broker's for a process, `kctl.rebalance.driver`'s in-process one
-    for tests); `send_task_configs` carries task configs to the leader."""
+    worker's member (the broker's for a process, an in-process one in tests);
+    `send_task_configs` carries task configs to the leader."""
 
     def __init__(self, worker_id: str, plugins: Plugins, config_store: ConfigBackingStore,
                  status_store: StatusBackingStore, offset_store: OffsetBackingStore, *,

@@ -1,7 +1,8 @@
 """The Herder: the one interface REST (and the CLI through REST) uses to manage connectors.
 
 AbstractHerder implements what every herder shares; StandaloneHerder adds the writes for
-one worker; a distributed herder (later) adds them by forwarding writes to the group leader.
+one worker; DistributedHerder (`runtime/distributed.py`) adds them by forwarding writes to
+the group leader.
 """
 
 from __future__ import annotations

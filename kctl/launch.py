@@ -265,7 +265,8 @@ class DistributedWorker(_WorkerProcess):
                                  security=self.config.kafka_security())
 
 
-def build_worker(config: Any, plugins: Plugins | None = None) -> StandaloneWorker | DistributedWorker:
+def build_worker(config: WorkerConfig, plugins: Plugins | None = None
+                 ) -> StandaloneWorker | DistributedWorker:
     """A distributed worker when the config names a group on a Kafka cluster, else a
     standalone one."""
     if config.distributed:

@@ -271,7 +271,7 @@ class DistributedWorker(_WorkerProcess):
             send_task_configs=InterWorkerClient(config.rest_client_options()).post_task_configs)
 
     def _driver(self, member: GroupMember[ConnectorsAndTasks]
-                ) -> GroupDriver[ConnectAssignment]:
+                ) -> GroupDriver[ConnectAssignment, ConnectorsAndTasks]:
         from kctl.transport.kafka_group import CONNECT_CODEC, BrokerGroupDriver
 
         # On a broker, a worker that revoked work rejoins a little later, so the others'
@@ -285,7 +285,8 @@ class DistributedWorker(_WorkerProcess):
                                  security=self.config.kafka_security())
 
 
-def build_worker(config: Any, plugins: Plugins | None = None) -> StandaloneWorker | DistributedWorker:
+def build_worker(config: WorkerConfig, plugins: Plugins | None = None
+                 ) -> StandaloneWorker | DistributedWorker:
     """A distributed worker when the config names a group on a Kafka cluster, else a
     standalone one."""
     if config.distributed:

@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 # with apt-get), or it stops at once naming the command that installs them.
 bash scripts/test-deps.sh
 python3 -m pip install -q -e '.[test]'
+# Ruff and the type gate first: a lint or type error fails the run before the suite starts.
+bash scripts/check.sh
 # The user guide: its generated pages are current and the site builds strictly (a broken
 # link or a page left out of the navigation fails).
 python3 -m kctl.docs --check

@@ -55,6 +55,8 @@ def add_import(root: Path, module: str, line: str) -> None:
          "kctl.connectors is not allowed to import kctl.runtime"),
         ("kctl.connectors.file.sink", "import kctl.states",
          "kctl.connectors is not allowed to import kctl.states"),
+        ("kctl.connectors.jdbc.source", "from kctl.errors import ConfigError",
+         "kctl.connectors is not allowed to import kctl.errors"),
         ("kctl.group.protocol", "import threading",
          "kctl.group is not allowed to import threading"),
         ("kctl.group.assignors.consumer", "import importlib.metadata",

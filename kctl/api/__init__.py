@@ -52,12 +52,15 @@ from kctl.api.records import (
     TimestampType,
     TopicPartition,
 )
-from kctl.errors import ConnectError, DataError, RetriableError
+
+# The errors a connector raises, so that a connector imports only this package.
+from kctl.errors import ConfigError, ConnectError, DataError, RetriableError
 
 __all__ = [
     "NO_DEFAULT",
     "AbstractConfig",
     "ConfigDef",
+    "ConfigError",
     "ConfigKey",
     "ConfigType",
     "ConfigValue",

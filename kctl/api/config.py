@@ -426,7 +426,8 @@ class AbstractConfig:
         return list(self.get(name) or [])
 
     def get_password(self, name: str) -> Password | None:
-        return self.get(name)
+        value: Password | None = self.get(name)
+        return value
 
     def originals_with_prefix(self, prefix: str, strip: bool = True) -> dict[str, Any]:
         return {(k[len(prefix):] if strip else k): v for k, v in self.originals.items()

@@ -304,12 +304,13 @@ def validate_value(schema: Schema, value: Any, where: str = "value") -> None:
                                      and schema.type in _INT_RANGES):
         raise DataError(f"{where}: expected {schema.type.value}, got {type(value).__name__}")
     rng = _INT_RANGES.get(schema.type)
-    if rng and not rng[0] <= value <= rng[1]:
+    if rng and isinstance(value, int) and not rng[0] <= value <= rng[1]:
         raise DataError(f"{where}: {value} out of range for {schema.type.value}")
-    if schema.type is Type.ARRAY and schema.value_schema is not None:
+    if schema.type is Type.ARRAY and schema.value_schema is not None and isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
             validate_value(schema.value_schema, v, f"{where}[{i}]")
-    elif schema.type is Type.MAP and schema.key_schema and schema.value_schema:
+    elif (schema.type is Type.MAP and schema.key_schema and schema.value_schema
+          and isinstance(value, Mapping)):
         for k, v in value.items():
             validate_value(schema.key_schema, k, f"{where} key")
             validate_value(schema.value_schema, v, f"{where}[{k!r}]")

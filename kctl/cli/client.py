@@ -10,6 +10,8 @@ from typing import Any
 
 import httpx
 
+from kctl.backoff import Backoff
+
 DEFAULT_URL = "http://127.0.0.1:8083"
 
 
@@ -31,15 +33,21 @@ def _rebalancing(error: ClientError) -> bool:
     return error.status == 409 and "rebalanc" in str(error)
 
 
+# A request refused while the group rebalances is tried again 0.2 s later, then 0.4 s, up to 2 s.
+REBALANCE_BACKOFF = Backoff(first=0.2, cap=2.0)
+
+
 class Client:
     """`verify`: True (the system's CAs), a CA file, or False (--insecure); `auth`:
     (user, password) sent as HTTP Basic credentials; `retry_for`: seconds to keep retrying
     a request the cluster refuses while it rebalances (409); `on_wait` hears the reason
-    once, so the user sees that it waits."""
+    once, so the user sees that it waits; `monotonic` and `sleep` are the clock it waits on."""
 
     def __init__(self, url: str | None = None, timeout: float = 60.0, *,
                  verify: bool | str = True, auth: tuple[str, str] | None = None,
-                 retry_for: float = 0.0, on_wait: Callable[[str], None] | None = None):
+                 retry_for: float = 0.0, on_wait: Callable[[str], None] | None = None,
+                 monotonic: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep):
         self.url = (url or os.environ.get("KCTL_URL") or DEFAULT_URL).rstrip("/")
         if isinstance(verify, str):
             import ssl
@@ -52,6 +60,7 @@ class Client:
                                   auth=auth)
         self.retry_for = retry_for
         self.on_wait = on_wait
+        self._monotonic, self._sleep = monotonic, sleep
 
     def _failed(self, e: httpx.HTTPError, path: str) -> ClientError:
         text = str(e)
@@ -71,19 +80,20 @@ class Client:
         return ClientError(f"request to {self.url}{path} failed: {e}")
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        deadline = time.monotonic() + self.retry_for
-        backoff, told = 0.2, False
+        deadline = self._monotonic() + self.retry_for
+        attempt, told = 0, False
         while True:
             try:
                 return self._request(method, path, **kwargs)
             except ClientError as e:
-                if not _rebalancing(e) or time.monotonic() + backoff > deadline:
+                attempt += 1
+                backoff = REBALANCE_BACKOFF.delay(attempt)
+                if not _rebalancing(e) or self._monotonic() + backoff > deadline:
                     raise
                 if not told and self.on_wait is not None:
                     self.on_wait(str(e))
                     told = True
-                time.sleep(backoff)
-                backoff = min(backoff * 2, 2.0)
+                self._sleep(backoff)
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         try:

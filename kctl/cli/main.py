@@ -22,6 +22,7 @@ from kctl.cli.group import app as group_app
 from kctl.cli.logger import app as logger_app
 from kctl.cli.offsets import app as offsets_app
 from kctl.cli.plugins import app as plugins_app
+from kctl.cli.rebalance import app as rebalance_app
 from kctl.cli.schema import app as schema_app
 from kctl.cli.topic import app as topic_app
 from kctl.cli.worker import app as worker_app
@@ -59,12 +60,7 @@ app.add_typer(dlq_app, name="dlq")
 app.add_typer(topic_app, name="topic")
 app.add_typer(context_app, name="context")
 app.add_typer(logger_app, name="logger")
-try:
-    from kctl.cli.rebalance import app as rebalance_app
-
-    app.add_typer(rebalance_app, name="rebalance")
-except ImportError:  # pragma: no cover - only while the simulator is absent
-    pass
+app.add_typer(rebalance_app, name="rebalance")
 app.add_typer(group_app, name="group")
 app.add_typer(schema_app, name="schema")
 

@@ -79,7 +79,8 @@ def select_protocol(preferences: Sequence[Sequence[str]]) -> str | None:
     return max(order, key=lambda p: (votes.get(p, 0), -order.index(p)))
 
 
-_Handler = Callable[[Any, Any, int], list[Any]]
+# A handler takes the one request type its table entry names (the table dispatches on it).
+_Handler = Callable[[Any, int], list[CoordinatorReply]]
 
 
 class Coordinator:
@@ -115,7 +116,7 @@ class Coordinator:
             GroupState.COMPLETING_REBALANCE,
             GroupState.STABLE,
         )
-        self._table: dict[tuple[GroupState, type], _Handler] = {
+        self._table: dict[tuple[GroupState, type[Request]], _Handler] = {
             (E, JoinGroup): self._on_join,
             (E, SyncGroup): self._sync_unknown,
             (E, Heartbeat): self._heartbeat_unknown,

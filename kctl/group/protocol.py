@@ -2,8 +2,8 @@
 
 It and the coordinator (`group/coordinator.py`) each take an event and the current time and return actions (messages to send,
 work to start or stop, timers to set); neither owns a socket, a thread or a clock, so
-the same code runs under the deterministic simulator and, later, behind a driver that
-turns actions into real Kafka requests. Behaviour follows Kafka's GroupCoordinator /
+the same code runs under the deterministic simulator and behind a driver that turns
+actions into real Kafka requests (`transport/kafka_group.py`). Behaviour follows Kafka's GroupCoordinator /
 GroupMetadata (broker side) and AbstractCoordinator / WorkerCoordinator /
 ConsumerCoordinator (client side), simplified where a detail only matters on a wire.
 
@@ -48,7 +48,9 @@ __all__ = [
     "GroupMember",
     "HeartbeatDue",
     "Leave",
+    "MemberEvent",
     "MemberFailed",
+    "MemberOutput",
     "MemberState",
     "RequestRejoin",
     "ScheduleTimer",
@@ -165,7 +167,12 @@ class MemberFailed:
     detail: str = ""
 
 
-_MemberHandler = Callable[[Any, int], list[Any]]
+# What the application and the coordinator's answers hand a member, and what it hands back.
+MemberEvent = (Start | Leave | RequestRejoin | HeartbeatDue | JoinGroupResponse
+               | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse)
+MemberOutput = Send | StopWork[W] | StartWork[W] | ScheduleTimer | MemberFailed
+# A handler takes the one event type its table entry names (the table dispatches on it).
+_MemberHandler = Callable[[Any, int], "list[MemberOutput[W]]"]
 
 
 @dataclass
@@ -183,7 +190,7 @@ class GroupMember(Generic[W]):
     last_completed_generation: int = NO_GENERATION
     protocol: str | None = None
     leader: str = ""
-    owned: Any = None
+    owned: W = field(init=False)
     next_heartbeat_ms: int | None = None
     rejoin_at_ms: int | None = None
     rejoin_reason: str = ""
@@ -193,11 +200,11 @@ class GroupMember(Generic[W]):
     # assignment of this generation, and they miss the round: a join then takes three or
     # four generations instead of two.
     revocation_rejoin_delay_ms: int = 0
-    _table: dict[tuple[MemberState, type], _MemberHandler] = field(default_factory=dict, repr=False)
+    _table: dict[tuple[MemberState, type[MemberEvent]], _MemberHandler[W]] = field(
+        default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        if self.owned is None:
-            self.owned = self.handler.empty()
+        self.owned = self.handler.empty()
         if self.heartbeat_interval_ms is None:
             self.heartbeat_interval_ms = min(
                 DEFAULT_HEARTBEAT_INTERVAL_MS, max(1, self.session_timeout_ms // 3)
@@ -226,7 +233,7 @@ class GroupMember(Generic[W]):
 
     # -- public surface
 
-    def handle(self, event: Any, now_ms: int) -> list[Any]:
+    def handle(self, event: MemberEvent, now_ms: int) -> list[MemberOutput[W]]:
         handler = self._table.get((self.state, type(event)))
         if handler is None:
             raise ProtocolError(
@@ -235,7 +242,7 @@ class GroupMember(Generic[W]):
             )
         return handler(event, now_ms)
 
-    def poll(self, now_ms: int) -> list[Any]:
+    def poll(self, now_ms: int) -> list[MemberOutput[W]]:
         """Fire due timers: heartbeats and a scheduled rejoin."""
         if self.state is not MemberState.STABLE:
             return []
@@ -258,7 +265,7 @@ class GroupMember(Generic[W]):
 
     # -- handlers
 
-    def _ignore(self, event: Any, now: int) -> list[Any]:
+    def _ignore(self, event: MemberEvent, now: int) -> list[MemberOutput[W]]:
         return []
 
     def _join_request(self, reason: str) -> Send:
@@ -274,16 +281,16 @@ class GroupMember(Generic[W]):
             )
         )
 
-    def _on_start(self, event: Start, now: int) -> list[Any]:
+    def _on_start(self, event: Start, now: int) -> list[MemberOutput[W]]:
         self.state = MemberState.JOINING
         return [self._join_request("join")]
 
-    def _on_rejoin_unjoined(self, event: RequestRejoin, now: int) -> list[Any]:
+    def _on_rejoin_unjoined(self, event: RequestRejoin, now: int) -> list[MemberOutput[W]]:
         self.state = MemberState.JOINING
         return [self._join_request(event.reason or "join")]
 
-    def _on_leave(self, event: Leave, now: int) -> list[Any]:
-        actions: list[Any] = []
+    def _on_leave(self, event: Leave, now: int) -> list[MemberOutput[W]]:
+        actions: list[MemberOutput[W]] = []
         if not self.handler.is_empty(self.owned):
             actions.append(StopWork(self.owned, "leaving"))
         if self.member_id:
@@ -300,9 +307,9 @@ class GroupMember(Generic[W]):
         if forget_member:
             self.member_id = ""
 
-    def _rejoin(self, reason: str, now: int) -> list[Any]:
+    def _rejoin(self, reason: str, now: int) -> list[MemberOutput[W]]:
         """onJoinPrepare: eager members give up everything before joining again."""
-        actions: list[Any] = []
+        actions: list[MemberOutput[W]] = []
         if self.protocol is not None and self.handler.is_eager(self.protocol):
             if not self.handler.is_empty(self.owned):
                 actions.append(StopWork(self.owned, "eager rebalance"))
@@ -313,10 +320,10 @@ class GroupMember(Generic[W]):
         actions.append(self._join_request(reason))
         return actions
 
-    def _lose_membership(self, error: ErrorCode, now: int) -> list[Any]:
+    def _lose_membership(self, error: ErrorCode, now: int) -> list[MemberOutput[W]]:
         """The coordinator no longer knows this generation/member: the work is lost
         (Kafka's onPartitionsLost), and the member joins afresh."""
-        actions: list[Any] = []
+        actions: list[MemberOutput[W]] = []
         if not self.handler.is_empty(self.owned):
             actions.append(StopWork(self.owned, error.name))
         self._reset(forget_member=error is ErrorCode.UNKNOWN_MEMBER_ID)
@@ -324,7 +331,7 @@ class GroupMember(Generic[W]):
         actions.append(self._join_request(error.name))
         return actions
 
-    def _on_join_response(self, resp: JoinGroupResponse, now: int) -> list[Any]:
+    def _on_join_response(self, resp: JoinGroupResponse, now: int) -> list[MemberOutput[W]]:
         if resp.error is ErrorCode.MEMBER_ID_REQUIRED:
             self.member_id = resp.member_id
             return [self._join_request("join")]
@@ -356,7 +363,7 @@ class GroupMember(Generic[W]):
             )
         return [Send(SyncGroup(self.member_id, self.generation, assignments))]
 
-    def _on_sync_response(self, resp: SyncGroupResponse, now: int) -> list[Any]:
+    def _on_sync_response(self, resp: SyncGroupResponse, now: int) -> list[MemberOutput[W]]:
         if resp.error is ErrorCode.REBALANCE_IN_PROGRESS:
             return self._rejoin("", now)
         if resp.error in (ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID):
@@ -371,7 +378,7 @@ class GroupMember(Generic[W]):
             generation=self.generation,
             now_ms=now,
         )
-        actions: list[Any] = []
+        actions: list[MemberOutput[W]] = []
         if not self.handler.is_empty(outcome.stop):
             actions.append(StopWork(outcome.stop, "revoked"))
         if not self.handler.is_empty(outcome.start):
@@ -398,14 +405,14 @@ class GroupMember(Generic[W]):
             actions.append(ScheduleTimer(self.rejoin_at_ms, "rejoin"))
         return actions
 
-    def _on_heartbeat_due(self, event: HeartbeatDue, now: int) -> list[Any]:
+    def _on_heartbeat_due(self, event: HeartbeatDue, now: int) -> list[MemberOutput[W]]:
         self.next_heartbeat_ms = now + (self.heartbeat_interval_ms or DEFAULT_HEARTBEAT_INTERVAL_MS)
         return [
             Send(Heartbeat(self.member_id, self.generation)),
             ScheduleTimer(self.next_heartbeat_ms, "heartbeat"),
         ]
 
-    def _on_heartbeat_response(self, resp: HeartbeatResponse, now: int) -> list[Any]:
+    def _on_heartbeat_response(self, resp: HeartbeatResponse, now: int) -> list[MemberOutput[W]]:
         if resp.error is ErrorCode.NONE or self.state is not MemberState.STABLE:
             return []
         if resp.error is ErrorCode.REBALANCE_IN_PROGRESS:
@@ -414,10 +421,10 @@ class GroupMember(Generic[W]):
             return self._lose_membership(resp.error, now)
         return [MemberFailed(resp.error)]
 
-    def _on_request_rejoin(self, event: RequestRejoin, now: int) -> list[Any]:
+    def _on_request_rejoin(self, event: RequestRejoin, now: int) -> list[MemberOutput[W]]:
         return self._rejoin(event.reason, now)
 
-    def _on_request_rejoin_later(self, event: RequestRejoin, now: int) -> list[Any]:
+    def _on_request_rejoin_later(self, event: RequestRejoin, now: int) -> list[MemberOutput[W]]:
         # Mid-sync: finish this generation, then rejoin right after it.
         self.rejoin_at_ms = now
         self.rejoin_reason = event.reason

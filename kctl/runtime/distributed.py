@@ -29,8 +29,9 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
+from kctl.backoff import Backoff
 from kctl.errors import (
     AlreadyExistsError,
     ConflictError,
@@ -77,12 +78,12 @@ SESSION_KEY_ALGORITHM = "HmacSHA256"  # KIP-507's default, what the leader's key
 REQUEST_TIMEOUT_S = 90.0  # Kafka's REST request timeout
 QUEUED_WAIT_S = 0.8  # a request the herder cannot take up by then is answered 409
 RECONFIGURE_BACKOFF_S = 0.25
-JOIN_BACKOFF_S, JOIN_BACKOFF_MAX_S = 0.5, 10.0  # a refused join is retried this often
+JOIN_BACKOFF = Backoff(first=0.5, cap=10.0)  # a refused join is retried this often
 HISTORY_KEPT = 1000
 
 T = TypeVar("T")
 
-DriverFactory = Callable[[GroupMember[ConnectorsAndTasks]], GroupDriver[ConnectAssignment]]
+DriverFactory = Callable[[GroupMember[ConnectorsAndTasks]], GroupDriver[ConnectAssignment, ConnectorsAndTasks]]
 
 
 class TaskConfigSender(Protocol):
@@ -123,21 +124,22 @@ class _Snapshot:
 
 
 @dataclass
-class _Request:
-    run: Callable[[], Any]
-    future: Future[Any]
+class _Request(Generic[T]):
+    run: Callable[[], T]
+    future: Future[T]
 
 
 class DistributedHerder(AbstractHerder):
     """A worker of a kctl cluster. `driver_factory` builds the group driver for the
-    worker's member (the broker's for a process, `kctl.rebalance.driver`'s in-process one
-    for tests); `send_task_configs` carries task configs to the leader."""
+    worker's member (the broker's for a process, an in-process one in tests);
+    `send_task_configs` carries task configs to the leader."""
 
     def __init__(self, worker_id: str, plugins: Plugins, config_store: ConfigBackingStore,
                  status_store: StatusBackingStore, offset_store: OffsetBackingStore, *,
                  url: str, worker_config: WorkerConfig, driver_factory: DriverFactory,
                  send_task_configs: TaskConfigSender,
                  clock: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic,
                  request_timeout_s: float = REQUEST_TIMEOUT_S):
         super().__init__(worker_id, plugins, config_store, status_store, offset_store)
         self.url = url
@@ -145,12 +147,13 @@ class DistributedHerder(AbstractHerder):
         self.protocol = worker_config.get_str("connect.protocol")
         self._driver_factory = driver_factory
         self._send_to_leader = send_task_configs
-        self._clock = clock
+        self._clock = clock  # wall time, for records
+        self._monotonic = monotonic  # intervals: the join retry and reconfiguration delays
         self._request_timeout_s = request_timeout_s
-        self._driver: GroupDriver[ConnectAssignment] | None = None
+        self._driver: GroupDriver[ConnectAssignment, ConnectorsAndTasks] | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
-        self._requests: queue.SimpleQueue[_Request] = queue.SimpleQueue()
+        self._requests: queue.SimpleQueue[_Request[Any]] = queue.SimpleQueue()
         self._events: queue.SimpleQueue[HerderEvent] = queue.SimpleQueue()
         self._owned: ConnectorsAndTasks = EMPTY
         self._started_configs: dict[TaskId, dict[str, str]] = {}
@@ -160,7 +163,7 @@ class DistributedHerder(AbstractHerder):
         self._leader_url: str | None = None
         self._lost_work = LostWork(config_store, status_store)
         self._cannot_join: str | None = None  # why the group refused this worker
-        self._join_backoff = 0.0
+        self._join_attempts = 0
         self._retry_join_at: float | None = None
         self.history: deque[GenerationRecord] = deque(maxlen=HISTORY_KEPT)
         self.member: GroupMember[ConnectorsAndTasks] | None = None
@@ -197,7 +200,7 @@ class DistributedHerder(AbstractHerder):
             self.configs.remove_listener(self._on_config_event)
 
     @property
-    def _d(self) -> GroupDriver[ConnectAssignment]:
+    def _d(self) -> GroupDriver[ConnectAssignment, ConnectorsAndTasks]:
         assert self._driver is not None, "herder not started"
         return self._driver
 
@@ -225,7 +228,7 @@ class DistributedHerder(AbstractHerder):
 
     def _tick(self) -> None:
         self._apply_events()
-        if self._retry_join_at is not None and time.monotonic() >= self._retry_join_at:
+        if self._retry_join_at is not None and self._monotonic() >= self._retry_join_at:
             self._retry_join_at = None
             self._rejoin = "retrying to join"
         if self._rejoin is not None:
@@ -234,7 +237,7 @@ class DistributedHerder(AbstractHerder):
         busy = self._ready() and (not self._requests.empty() or self._due_reconfigurations())
         wait = 0.0 if busy else 0.2
         if self._retry_join_at is not None:
-            wait = min(wait, max(0.0, self._retry_join_at - time.monotonic()))
+            wait = min(wait, max(0.0, self._retry_join_at - self._monotonic()))
         for action in self._d.poll(wait):
             self._on_action(action)
         self._apply_events()
@@ -250,7 +253,7 @@ class DistributedHerder(AbstractHerder):
         return (m is not None and m.state is MemberState.STABLE
                 and self._d.assignment is not None)
 
-    def _on_action(self, action: MemberAction) -> None:
+    def _on_action(self, action: MemberAction[ConnectorsAndTasks]) -> None:
         match action:
             case StopWork(work=work):
                 self._stop_work(work)
@@ -273,18 +276,19 @@ class DistributedHerder(AbstractHerder):
                    "change connect.protocol one worker at a time)")
         else:
             why = f"cannot join group {group}: {failure.detail or failure.error.name}"
-        self._join_backoff = min(max(self._join_backoff * 2, JOIN_BACKOFF_S), JOIN_BACKOFF_MAX_S)
+        self._join_attempts += 1
+        backoff = JOIN_BACKOFF.delay(self._join_attempts)
         if why != self._cannot_join:
-            log.error("%s; retrying every %.0f s at most", why, JOIN_BACKOFF_MAX_S)
+            log.error("%s; retrying every %.0f s at most", why, JOIN_BACKOFF.cap)
         else:
-            log.debug("%s; retrying in %.1f s", why, self._join_backoff)
+            log.debug("%s; retrying in %.1f s", why, backoff)
         self._cannot_join = why
-        self._retry_join_at = time.monotonic() + self._join_backoff
+        self._retry_join_at = self._monotonic() + backoff
 
     def _generation_completed(self, record: GenerationRecord) -> None:
         if self._cannot_join is not None:
             log.info("Joined group %s after retrying", self.worker_config.get_str("group.id"))
-        self._cannot_join, self._join_backoff = None, 0.0
+        self._cannot_join, self._join_attempts = None, 0
         assignment = self._d.assignment
         self._leader_url = assignment.leader_url if assignment is not None else None
         self.statuses.put_generation(record_key(record.worker, record.generation),
@@ -312,7 +316,7 @@ class DistributedHerder(AbstractHerder):
             return fn()
         if self._stopping.is_set():
             raise ConflictError("The worker is shutting down")
-        request = _Request(fn, Future())
+        request: _Request[T] = _Request(fn, Future())
         self._requests.put(request)
         if self._driver is not None:
             self._driver.wakeup()
@@ -555,11 +559,11 @@ class DistributedHerder(AbstractHerder):
         self._queue(Reconfigure(name))
 
     def _due_reconfigurations(self) -> bool:
-        now = time.monotonic()
+        now = self._monotonic()
         return any(at <= now for at in self._reconfigure.values())
 
     def _run_reconfigurations(self) -> None:
-        now = time.monotonic()
+        now = self._monotonic()
         for name, at in list(self._reconfigure.items()):
             if at > now:
                 continue

@@ -19,6 +19,7 @@ from enum import Enum
 from typing import Any, Protocol, TypeVar
 
 from kctl.api.records import ConnectRecord, SourceRecord
+from kctl.backoff import Backoff
 from kctl.errors import ConnectError, DataError, RetriableError
 from kctl.runtime.connector_config import ERRORS_TOLERANCE_CONFIG
 from kctl.transport.base import LogRecord, Producer, ProducerRecord
@@ -286,7 +287,7 @@ class RetryWithToleranceOperator:
         self.last_error_ms = 0  # wall clock, as Kafka's last-error-timestamp
 
     def backoff_ms(self, attempt: int) -> float:
-        base = min(300 * 2 ** (attempt - 1), self.retry_delay_max_ms)
+        base = Backoff(first=300, cap=self.retry_delay_max_ms).delay(attempt)
         return base * (0.8 + 0.4 * random.random())
 
     def execute(

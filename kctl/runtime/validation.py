@@ -200,13 +200,10 @@ def validate_config(plugins: Plugins, config: Mapping[str, Any],
     if is_sink:
         extra.update(cc.check_sink_topics(config))
     if config.get(TRANSFORMS_CONFIG) or config.get(PREDICATES_CONFIG):
-        try:
-            from kctl.transforms.chain import validate_transforms
+        from kctl.transforms.chain import validate_transforms
 
-            for k, errs in validate_transforms(config).items():
-                extra.setdefault(k, []).extend(errs)
-        except ImportError:
-            pass
+        for k, errs in validate_transforms(config).items():
+            extra.setdefault(k, []).extend(errs)
     by_name = {v.name: v for v in values}
     for k, errs in extra.items():
         if k in by_name:

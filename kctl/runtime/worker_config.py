@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import javaproperties
 import yaml
 
 from kctl.api.config import AbstractConfig, ConfigDef, ConfigType, Importance, Range, ValidString
@@ -244,24 +245,9 @@ def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    """Java .properties: key=value or key: value, # and ! comments, \\ continuations."""
-    props: dict[str, str] = {}
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i].strip()
-        i += 1
-        if not line or line[0] in "#!":
-            continue
-        while line.endswith("\\") and i < len(lines):
-            line = line[:-1] + lines[i].strip()
-            i += 1
-        sep = min((p for p in (line.find("="), line.find(":")) if p >= 0), default=-1)
-        if sep < 0:
-            key, value = line, ""
-        else:
-            key, value = line[:sep].strip(), line[sep + 1:].strip()
-        props[key] = value
+    """Java .properties as java.util.Properties reads them (javaproperties): `=`, `:` or
+    white space between key and value, # and ! comments, \\ continuations and escapes."""
+    props: dict[str, str] = javaproperties.loads(text)
     return props
 
 

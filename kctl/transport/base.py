@@ -9,6 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kctl.api.records import RecordMetadata, TopicPartition
@@ -134,7 +135,7 @@ class Producer(ABC):
         for i, v in enumerate(rows):
             record = ProducerRecord(topic, v, row_keys[i], None, row_headers[i])
             try:
-                self.send(record, lambda md, err, i=i: settled(i, md, err))
+                self.send(record, partial(settled, i))
             except Exception as e:  # refused before it was queued: that row failed
                 settled(i, None, e)
 

@@ -19,11 +19,13 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from kctl.errors import CommitFailedError, TransportError
 from kctl.group import connect_coordinator as connect_wire
 from kctl.group import consumer_protocol as consumer_wire
+from kctl.group.assignors.connect import ConnectAssignment, WorkerMetadata
+from kctl.group.assignors.consumer import Assignment, Subscription
 from kctl.group.driver import MemberAction
 from kctl.group.history import GenerationCompleted, GenerationRecorder
 from kctl.group.messages import (
@@ -63,52 +65,56 @@ _FENCED = {e.value for e in FENCED}
 RETRY_BACKOFF_S = 0.1
 
 
-class GroupCodec(Protocol):
+M = TypeVar("M")  # a member's metadata (what it sends with JoinGroup)
+A = TypeVar("A")  # an assignment (what the leader sends with SyncGroup)
+
+
+class GroupCodec(Protocol[M, A]):
     """How a group's member metadata and assignments become bytes on the wire."""
 
-    def encode_metadata(self, protocol: str, metadata: Any) -> bytes: ...
+    def encode_metadata(self, protocol: str, metadata: M) -> bytes: ...
 
-    def decode_metadata(self, protocol: str, raw: bytes) -> Any: ...
+    def decode_metadata(self, protocol: str, raw: bytes) -> M: ...
 
-    def encode_assignment(self, protocol: str, assignment: Any) -> bytes: ...
+    def encode_assignment(self, protocol: str, assignment: A) -> bytes: ...
 
-    def decode_assignment(self, protocol: str, raw: bytes) -> Any: ...
+    def decode_assignment(self, protocol: str, raw: bytes) -> A: ...
 
 
 class _ConnectCodec:
     """Kafka Connect's ConnectProtocol / IncrementalCooperativeConnectProtocol."""
 
-    def encode_metadata(self, protocol: str, metadata: Any) -> bytes:
+    def encode_metadata(self, protocol: str, metadata: WorkerMetadata) -> bytes:
         return connect_wire.encode_metadata(metadata)
 
-    def decode_metadata(self, protocol: str, raw: bytes) -> Any:
+    def decode_metadata(self, protocol: str, raw: bytes) -> WorkerMetadata:
         return connect_wire.decode_metadata(raw)
 
-    def encode_assignment(self, protocol: str, assignment: Any) -> bytes:
+    def encode_assignment(self, protocol: str, assignment: ConnectAssignment) -> bytes:
         return connect_wire.encode_assignment(assignment)
 
-    def decode_assignment(self, protocol: str, raw: bytes) -> Any:
+    def decode_assignment(self, protocol: str, raw: bytes) -> ConnectAssignment:
         return connect_wire.decode_assignment(raw)
 
 
 class _ConsumerCodec:
     """Kafka's ConsumerProtocol (Subscription and Assignment v3)."""
 
-    def encode_metadata(self, protocol: str, metadata: Any) -> bytes:
+    def encode_metadata(self, protocol: str, metadata: Subscription) -> bytes:
         return consumer_wire.encode_subscription(metadata)
 
-    def decode_metadata(self, protocol: str, raw: bytes) -> Any:
+    def decode_metadata(self, protocol: str, raw: bytes) -> Subscription:
         return consumer_wire.decode_subscription(raw)
 
-    def encode_assignment(self, protocol: str, assignment: Any) -> bytes:
+    def encode_assignment(self, protocol: str, assignment: Assignment) -> bytes:
         return consumer_wire.encode_assignment(assignment)
 
-    def decode_assignment(self, protocol: str, raw: bytes) -> Any:
+    def decode_assignment(self, protocol: str, raw: bytes) -> Assignment:
         return consumer_wire.decode_assignment(raw)
 
 
-CONNECT_CODEC: GroupCodec = _ConnectCodec()
-CONSUMER_CODEC: GroupCodec = _ConsumerCodec()
+CONNECT_CODEC: GroupCodec[WorkerMetadata, ConnectAssignment] = _ConnectCodec()
+CONSUMER_CODEC: GroupCodec[Subscription, Assignment] = _ConsumerCodec()
 
 
 @dataclass
@@ -133,7 +139,7 @@ class BrokerGroupDriver:
     `kctl.group.driver.GroupDriver`)."""
 
     def __init__(self, bootstrap_servers: str, group_id: str, member: GroupMember[Any],
-                 codec: GroupCodec, *, request_timeout_ms: int = 30_000,
+                 codec: GroupCodec[Any, Any], *, request_timeout_ms: int = 30_000,
                  security: Mapping[str, Any] | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time):

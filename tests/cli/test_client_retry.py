@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from support.clock import FakeClock
 
 from kctl.cli.client import Client, ClientError
 
@@ -13,9 +14,11 @@ REBALANCING = {"error_code": 409, "message": "Cannot complete request because of
                "conflicting operation (e.g. worker rebalance)"}
 
 
-def client_of(answers: list[tuple[int, dict]], retry_for: float,
-              heard: list[str]) -> tuple[Client, list[str]]:
-    """A Client whose worker answers `answers` in turn (the last one from then on)."""
+def client_of(answers: list[tuple[int, dict]], retry_for: float, heard: list[str],
+              clock: FakeClock | None = None) -> tuple[Client, list[str]]:
+    """A Client whose worker answers `answers` in turn (the last one from then on), waiting
+    on a clock the test owns (a fresh one unless given)."""
+    clock = clock or FakeClock()
     seen: list[str] = []
 
     def worker(request: httpx.Request) -> httpx.Response:
@@ -23,7 +26,8 @@ def client_of(answers: list[tuple[int, dict]], retry_for: float,
         status, body = answers[min(len(seen), len(answers)) - 1]
         return httpx.Response(status, json=body)
 
-    client = Client("http://worker:8083", retry_for=retry_for, on_wait=heard.append)
+    client = Client("http://worker:8083", retry_for=retry_for, on_wait=heard.append,
+                    monotonic=clock.monotonic, sleep=clock.sleep)
     client._http = httpx.Client(base_url=client.url, transport=httpx.MockTransport(worker))
     return client, seen
 
@@ -40,11 +44,14 @@ def test_a_write_refused_during_a_rebalance_is_retried_and_the_user_told_once():
 
 def test_a_rebalance_that_outlasts_the_timeout_is_the_answer():
     heard: list[str] = []
-    client, seen = client_of([(409, REBALANCING)], retry_for=0.5, heard=heard)
+    clock = FakeClock()
+    client, seen = client_of([(409, REBALANCING)], retry_for=0.5, heard=heard, clock=clock)
     with pytest.raises(ClientError, match="rebalance") as e:
         client.request("PUT", "/connectors/c1/pause")
     assert e.value.status == 409
-    assert 2 <= len(seen) <= 4, seen  # backoff 0.2 s, then 0.4 s: the deadline stops it
+    # Tried at 0 s, again after 0.2 s; the next wait (0.4 s) would pass the 0.5 s deadline.
+    assert seen == ["PUT /connectors/c1/pause"] * 2
+    assert clock.now == pytest.approx(0.2)
     assert len(heard) == 1
 
 

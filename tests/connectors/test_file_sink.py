@@ -17,9 +17,10 @@ from unittest import mock
 
 import pyarrow.parquet as pq
 import pytest
-from file_support import FakeClock, SinkContext
+from file_support import SinkContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.clock import FakeClock
 
 from kctl.api import DataError, OffsetAndMetadata, SchemaBuilder, SinkRecord, Struct, TopicPartition
 from kctl.api.data import INT64_SCHEMA, OPTIONAL_STRING_SCHEMA, timestamp_schema
@@ -108,7 +109,7 @@ def test_on_a_local_master_each_file_costs_one_spark_job(engine, tmp_path):
 
 
 def test_files_rotate_by_time_on_the_injected_clock(engine, tmp_path):
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     task, _ = start_task(engine, tmp_path, clock, **{"flush.size": "1000",
                                                      "rotate.interval.ms": "5000",
                                                      "delivery.guarantee": "exactly_once"})
@@ -125,7 +126,7 @@ def test_files_rotate_by_time_on_the_injected_clock(engine, tmp_path):
 def test_an_empty_put_writes_a_file_whose_time_is_up(engine, tmp_path):
     """The worker puts nothing on an empty poll (as Kafka Connect does), so the last records
     before a quiet spell are written on time, not at the next offset commit."""
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     task, _ = start_task(engine, tmp_path, clock, **{"flush.size": "1000",
                                                      "rotate.interval.ms": "1000",
                                                      "delivery.guarantee": "exactly_once"})

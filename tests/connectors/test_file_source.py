@@ -14,13 +14,13 @@ import pyarrow.parquet as pq
 import pytest
 from file_support import (
     ConnectorContext,
-    FakeClock,
     OffsetStore,
     Reporter,
     ReportingContext,
     SourceContext,
     expand,
 )
+from support.clock import FakeClock
 
 from kctl.api import DataError, SourceRecord, Struct, Type, partition_key
 from kctl.connectors.file import FileSourceConnector, FileSourceTask
@@ -489,7 +489,7 @@ def test_create_refuses_an_invalid_schema_before_any_task_runs():
 def test_scan_uses_the_injected_clock(engine, tmp_path):
     """New files are looked for only when poll.interval.ms has passed on the task's clock."""
     write(tmp_path / "1.txt", "a\n")
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     props = {"topic": "t", "poll.interval.ms": "60000", "path": str(tmp_path), "format": "text"}
     task = FileSourceTask(clock=clock)
     task.initialize(SourceContext(engine, OffsetStore(), props))

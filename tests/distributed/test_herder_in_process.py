@@ -16,10 +16,10 @@ from dataclasses import replace
 import httpx
 import pytest
 from support import reconfig_connectors as rc
+from support.in_process_group import InProcessGroup, InProcessGroupDriver
 from support.waiting import wait_until
 
 from kctl.errors import ConflictError, RequestTargetError
-from kctl.rebalance.driver import InProcessGroup, InProcessGroupDriver
 from kctl.rebalance.scenario import Scenario
 from kctl.rebalance.simulator import simulate
 from kctl.rest.app import create_app

@@ -1,6 +1,7 @@
 """Retry with backoff, then fail or skip-and-report, as KIP-298 describes."""
 
 import pytest
+from support.clock import FakeClock
 
 from kctl.errors import ConnectError, DataError, RetriableError, TransportError
 from kctl.runtime.dlq import read_topic
@@ -16,17 +17,6 @@ from kctl.runtime.error_handling import (
 )
 from kctl.transport.base import LogRecord, ProducerRecord
 from kctl.transport.embedded import EmbeddedTransport
-
-
-class FakeClock:
-    def __init__(self):
-        self.now = 0.0
-
-    def time(self):
-        return self.now
-
-    def sleep(self, s):
-        self.now += s
 
 
 class Collect(ErrorReporter):

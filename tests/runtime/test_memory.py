@@ -6,19 +6,13 @@ import os
 import subprocess
 import sys
 
+from support.clock import FakeClock
+
 from kctl.runtime.memory import IdleRelease
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_memory_is_released_once_after_records_moved_and_then_none_for_a_while():
-    clock, releases = Clock(), []
+    clock, releases = FakeClock(), []
     idle = IdleRelease(clock, after=5.0, release=lambda: releases.append(clock.now))
     for _ in range(10):  # idle from the start: nothing was used, nothing to give back
         clock.now += 1

@@ -7,7 +7,6 @@ connectors have their own end-to-end tests.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Mapping
 
 import httpx
@@ -261,20 +260,20 @@ class StuckSourceConnector(SourceConnector):
         pass
 
 
-def test_a_task_that_ignores_stop_is_abandoned_after_the_graceful_timeout(make_worker, request):
+def test_a_task_that_ignores_stop_is_abandoned_after_the_graceful_timeout(make_worker, request,
+                                                                           caplog):
     w = make_worker(**{"task.shutdown.graceful.timeout.ms": 400})
     h = w.herder
     stuck = uniq("stuck", request)
     h.create_connector(stuck, {"connector.class": f"{__name__}.StuckSourceConnector"})
     try:
         assert IN_POLL.wait(20), "the stuck task never polled"
-        started = time.monotonic()
         deleting = threading.Thread(target=h.delete_connector, args=(stuck,))
         deleting.start()
         deleting.join(15)
         assert not deleting.is_alive(), "delete waited for a task that never stops"
-        elapsed = time.monotonic() - started
-        assert 0.4 <= elapsed < 5, elapsed  # waited the graceful timeout, then gave up
+        # it waited the graceful timeout, then gave up on the task
+        assert f"Task {stuck}-0 did not stop within 0.4s; abandoning its thread" in caplog.text
         # abandoned, not killed: its thread is still blocked in poll()
         assert any(t.name.startswith(f"task-{stuck}") and t.is_alive()
                    for t in threading.enumerate())

@@ -3,7 +3,7 @@
 import pytest
 
 from kctl.errors import ConfigError
-from kctl.runtime.worker_config import WorkerConfig, load_config_file
+from kctl.runtime.worker_config import WorkerConfig, load_config_file, parse_properties
 
 
 def test_yaml_with_nested_spark_keys(tmp_path):
@@ -31,6 +31,38 @@ def test_properties_file(tmp_path):
     assert cfg.get_int("offset.flush.interval.ms") == 500
     assert cfg.get_list("plugin.path") == [str(a), str(b)]
 
+
+
+def test_properties_read_as_java_reads_them():
+    # What a Kafka Connect .properties file may hold and java.util.Properties accepts.
+    text = (
+        "! a comment\n"
+        "# another\n"
+        "equals = one\n"
+        "colon:two\n"
+        "space three\n"
+        "tabbed\t\tfour\n"
+        "key\\ with\\:escapes=a\\=b\n"
+        "continued = first, \\\n"
+        "            second\n"
+        "unicode = caf\\u00e9\n"
+        "escapes = tab\\there\\nnewline\n"
+        "empty\n"
+        "repeated = old\n"
+        "repeated = new\n"
+    )
+    assert parse_properties(text) == {
+        "equals": "one",
+        "colon": "two",
+        "space": "three",
+        "tabbed": "four",
+        "key with:escapes": "a=b",
+        "continued": "first, second",
+        "unicode": "caf\u00e9",
+        "escapes": "tab\there\nnewline",
+        "empty": "",
+        "repeated": "new",
+    }
 
 def test_unknown_key_names_key_file_and_suggestion(tmp_path):
     f = tmp_path / "w.yaml"

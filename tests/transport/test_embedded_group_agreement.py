@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from support.clock import FakeClock
 
 from kctl.api.records import TopicPartition
 from kctl.group.assignors.consumer import (
@@ -28,17 +29,6 @@ from kctl.transport.embedded import EmbeddedTransport
 
 TOPICS = {"T0": 3, "T1": 4}
 SESSION_MS = 10_000
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.ms = 1_000_000
-
-    def __call__(self) -> float:
-        return self.ms / 1000
-
-    def advance(self, ms: int) -> None:
-        self.ms += ms
 
 
 class Story:
@@ -97,7 +87,7 @@ def story(tmp_path) -> Callable[[str], Story]:
     opened: list[EmbeddedTransport] = []
 
     def make(strategy: str) -> Story:
-        clock = FakeClock()
+        clock = FakeClock(1000.0)
         t = EmbeddedTransport(tmp_path / strategy, clock=clock)
         opened.append(t)
         t.admin().create_topics([TopicSpec(n, p) for n, p in TOPICS.items()])
@@ -144,7 +134,7 @@ def test_a_member_that_stalls_past_its_session_is_expired_and_rejoins_like_in_ex
 
     # c stalls; a and b keep polling as time passes
     for _ in range(SESSION_MS // 1000 + 2):
-        s.clock.advance(1000)
+        s.clock.advance(1.0)
         s.poll("a", "b")
         s.check_invariants()
     after_expiry = s.rounds()

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.clock import FakeClock
 
 from kctl.api.records import TopicPartition
 from kctl.errors import AlreadyExistsError, ConfigError, TransportError
@@ -33,14 +34,6 @@ from kctl.transport.embedded import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-class Clock:
-    def __init__(self, t: float = 1_700_000_000.0):
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def produce(t: EmbeddedTransport, records: list[ProducerRecord]) -> list:
@@ -73,7 +66,7 @@ def segment_files(state: Path, topic: str, partition: int = 0) -> list[Path]:
 
 
 def test_records_come_back_after_a_reopen_with_keys_headers_and_timestamps(tmp_path):
-    clock = Clock()
+    clock = FakeClock(1_700_000_000.0)
     with EmbeddedTransport(tmp_path, clock=clock) as t:
         t.admin().create_topics([TopicSpec("orders", 3)])
         sent = [ProducerRecord("orders", f"v{i}".encode(), f"k{i % 7}".encode(),
@@ -707,7 +700,7 @@ def test_a_column_batch_is_written_byte_for_byte_as_row_by_row_sends(tmp_path_fa
     header_values = [h for _, h in rows]
     headers = [(name, pa.array(header_values, pa.binary())) for name in header_names]
     bounds = sorted({0, len(rows), *(c for c in cuts if c < len(rows))})
-    with EmbeddedTransport(state, clock=Clock()) as t:
+    with EmbeddedTransport(state, clock=FakeClock(1_700_000_000.0)) as t:
         t.create_topic(TopicSpec("rows", 1))
         t.create_topic(TopicSpec("cols", 1))
         produce(t, [ProducerRecord("rows", v, partition=0,
@@ -727,7 +720,7 @@ def test_a_keyed_column_batch_is_written_byte_for_byte_as_keyed_sends(tmp_path):
     """Keys in the column encoder (and its per-row fallback for a null key) give the frames
     the per-record encoder writes; a compacted topic keeps the last value of each key."""
     rows = [(f"k{i % 5}".encode(), f"value {i}".encode()) for i in range(40)]
-    with EmbeddedTransport(tmp_path, clock=Clock()) as t:
+    with EmbeddedTransport(tmp_path, clock=FakeClock(1_700_000_000.0)) as t:
         for name in ("rows", "cols", "nullkey-rows", "nullkey-cols"):
             t.create_topic(TopicSpec(name, 1))
         produce(t, [ProducerRecord("rows", v, k, partition=0) for k, v in rows])
@@ -803,7 +796,7 @@ def test_a_columnar_poll_reads_what_a_record_poll_reads(tmp_path_factory, record
     """poll_columns cuts records out of the log with numpy and Arrow; row by row, from any
     start offset, over segment rolls, they are exactly the records poll_batch gives."""
     state = tmp_path_factory.mktemp("log")
-    with EmbeddedTransport(state, clock=Clock(), segment_bytes=512) as t:
+    with EmbeddedTransport(state, clock=FakeClock(1_700_000_000.0), segment_bytes=512) as t:
         t.create_topic(TopicSpec("t", partitions))
         for i in range(0, len(records), 7):  # several appends: segments roll between them
             produce(t, [ProducerRecord("t", v, key=k, partition=(i + j) % partitions,

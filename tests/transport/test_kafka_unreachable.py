@@ -12,19 +12,12 @@ import logging
 
 import pytest
 from support.broker import free_port
+from support.clock import FakeClock
 from support.inprocess import running_worker
 from support.waiting import wait_until
 
 from kctl.states import State
 from kctl.transport.kafka import CLIENT_LOG, RepeatFilter
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def record(msg: str) -> logging.LogRecord:
@@ -33,13 +26,13 @@ def record(msg: str) -> logging.LogRecord:
 
 
 def test_repeated_client_lines_pass_once_per_interval_with_a_count():
-    clock = Clock()
+    clock = FakeClock()
     f = RepeatFilter(interval_s=30, clock=clock)
     attempts = [record(f"Connect to ipv4#127.0.0.1:9 failed (after {i}ms)") for i in range(50)]
     passed = [r for r in attempts if f.filter(r)]
     assert len(passed) == 1, "the same line with other numbers is held back"
     assert f.filter(record("something else entirely")), "another kind of line passes"
-    clock.t = 31
+    clock.now = 31
     later = record("Connect to ipv4#127.0.0.1:9 failed (after 7ms)")
     assert f.filter(later)
     assert later.getMessage().endswith("(49 like it in the last 30 s not shown)")

@@ -11,8 +11,8 @@ import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from kctl.api import ConfigError
 from kctl.api.paths import within
-from kctl.errors import ConfigError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

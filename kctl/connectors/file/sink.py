@@ -53,6 +53,7 @@ import pyarrow.parquet as pq
 
 from kctl.api import (
     ConfigDef,
+    ConfigError,
     ConfigType,
     DataError,
     Importance,
@@ -74,7 +75,6 @@ from kctl.api.arrow import connect_to_arrow_type, structs_to_table
 from kctl.api.data import DECIMAL
 from kctl.api.paths import allowed_roots, path_problem
 from kctl.connectors.file._common import SingleChar, decode_delimiter, reads_local_files
-from kctl.errors import ConfigError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from kctl.api import ConfigDef, ConfigType, Importance, Password
-from kctl.errors import ConfigError, ConnectError
+from kctl.api import ConfigDef, ConfigError, ConfigType, ConnectError, Importance, Password
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kctl.api import ConfigDef, ConfigType, Importance, ValidString
+from kctl.api import ConfigDef, ConfigError, ConfigType, Importance, ValidString
 from kctl.connectors.jdbc._common import CONNECTION_GROUP, dialect_for
-from kctl.errors import ConfigError
 
 # Confluent's dialect class names -> kctl's dialects (kctl's own names work too)
 DIALECT_NAMES = {"PostgreSqlDatabaseDialect": "postgresql", "MySqlDatabaseDialect": "mariadb",

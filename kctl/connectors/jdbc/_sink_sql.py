@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kctl.api import Schema, Type
+from kctl.api import ConnectError, Schema, Type
 from kctl.api.arrow import PRECISION_PARAM
 from kctl.api.data import (
     DATE,
@@ -28,7 +28,6 @@ from kctl.api.data import (
     temporal_kind,
 )
 from kctl.connectors.jdbc._common import Dialect, split_table
-from kctl.errors import ConnectError
 
 # a placeholder in statement templates; `prepare` turns it into the driver's own
 PARAM = "\x00?\x00"

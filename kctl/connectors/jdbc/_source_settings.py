@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kctl.api import ConfigDef, ConfigType, Importance, Range, ValidString
+from kctl.api import ConfigDef, ConfigError, ConfigType, Importance, Range, ValidString
 from kctl.connectors.jdbc._catalog import SESSION_INIT, Catalog
 from kctl.connectors.jdbc._common import Dialect, dialect_for
 from kctl.connectors.jdbc._common import (
@@ -25,7 +25,6 @@ from kctl.connectors.jdbc._confluent import (
     shared_config_def,
     source_refused_def,
 )
-from kctl.errors import ConfigError
 
 BULK, INCREMENTING, TIMESTAMP, TIMESTAMP_INCREMENTING = (
     "bulk", "incrementing", "timestamp", "timestamp+incrementing")
@@ -47,8 +46,6 @@ class RegexList:
     """Every item of a list must be a valid regular expression."""
 
     def __call__(self, name: str, value: Any) -> None:
-        from kctl.errors import ConfigError
-
         for item in value or ():
             try:
                 re.compile(item)

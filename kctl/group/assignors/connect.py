@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import attrgetter
-from typing import Protocol
+from typing import Any, Protocol
 
 from kctl.errors import ConfigError
 from kctl.states import TaskId
@@ -782,7 +782,7 @@ def _load_balancing_revocations(
 
 def _revocations(
     total: int, loads: list[_Load], kind: str, owned: Mapping[str, ConnectorsAndTasks]
-) -> dict[str, list]:
+) -> dict[str, list[Any]]:  # connector names or TaskIds, as `kind` says
     """Kafka's loadBalancingRevocations for one kind of work.
 
     A worker gives up what it already ran (in sorted order) before anything placed
@@ -796,7 +796,7 @@ def _revocations(
     at_ceil = sum(1 for s in sizes if s == floor + 1)
     if at_ceil == extras and at_floor + at_ceil == workers:
         return {}
-    result: dict[str, list] = {}
+    result: dict[str, list[Any]] = {}
     allocated_extras = 0
     for load in sorted(loads, key=attrgetter("worker")):
         items = getattr(load, kind)
@@ -817,7 +817,7 @@ def _revocations(
     return result
 
 
-def _spread(loads: list[_Load], items: list, kind: str) -> None:
+def _spread(loads: list[_Load], items: list[str] | list[TaskId], kind: str) -> None:
     """Fill the least-loaded workers first, levelling them up round by round.
 
     Kafka's assignConnectors/assignTasks: sort by load (then name), hand one item to

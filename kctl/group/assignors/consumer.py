@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeVar
 
 from kctl.api.records import TopicPartition
 from kctl.errors import PluginError
@@ -54,7 +54,10 @@ __all__ = [
 DEFAULT_GENERATION = -1
 
 
-def _tuple_of(values: Iterable) -> tuple:
+T = TypeVar("T")
+
+
+def _tuple_of(values: Iterable[T]) -> tuple[T, ...]:
     return values if isinstance(values, tuple) else tuple(values)
 
 
@@ -173,7 +176,8 @@ def decode_generation(data: bytes | None) -> int | None:
         return None
     if len(data) < 4:
         return DEFAULT_GENERATION
-    return _I32.unpack_from(data, 0)[0]
+    generation: int = _I32.unpack_from(data, 0)[0]
+    return generation
 
 
 # --------------------------------------------------------------------------- interface
@@ -238,7 +242,9 @@ def partitions_of(topic: str, count: int) -> list[TopicPartition]:
     return [TopicPartition(topic, p) for p in range(count)]
 
 
-def _member_order(subscriptions: Mapping[str, Subscription]):
+def _member_order(
+    subscriptions: Mapping[str, Subscription],
+) -> Callable[[str], tuple[int, str]]:
     """Kafka's MemberInfo order: static members (by instance id) first, then member id."""
 
     def key(member: str) -> tuple[int, str]:

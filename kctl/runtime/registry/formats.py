@@ -34,9 +34,10 @@ class Parsed:
 
 def _parse_avro(text: str, named: list[str]) -> Parsed:
     import avro.errors
+    import avro.name
     import avro.schema
 
-    names = avro.schema.Names()
+    names = avro.name.Names()
     try:
         for ref in named:
             avro.schema.make_avsc_object(json.loads(ref), names)
@@ -48,9 +49,11 @@ def _parse_avro(text: str, named: list[str]) -> Parsed:
 
 
 def _avro_messages(reader: Parsed, writer: Parsed) -> list[str]:
-    from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibilityType
+    from avro import compatibility
 
-    result = ReaderWriterCompatibilityChecker().get_compatibility(reader.value, writer.value)
+    checker: Any = compatibility.ReaderWriterCompatibilityChecker  # the library is untyped
+    SchemaCompatibilityType = compatibility.SchemaCompatibilityType
+    result = checker().get_compatibility(reader.value, writer.value)
     if result.compatibility is SchemaCompatibilityType.compatible:
         return []
     kinds = [str(getattr(i, "value", i)).upper() for i in result.incompatibilities]
@@ -199,8 +202,8 @@ def _proto_type(f: Any) -> str:
     from google.protobuf import descriptor_pb2
 
     if f.type_name:
-        return f.type_name.rsplit(".", 1)[-1]
-    name = descriptor_pb2.FieldDescriptorProto.Type.Name(f.type)
+        return str(f.type_name).rsplit(".", 1)[-1]
+    name = str(descriptor_pb2.FieldDescriptorProto.Type.Name(f.type))
     return name.removeprefix("TYPE_").lower()
 
 

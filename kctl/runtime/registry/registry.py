@@ -105,7 +105,9 @@ class SchemaRegistry:
         with self._lock:
             keytype = k.get("keytype")
             subject = k.get("subject")
-            if keytype == "SCHEMA":
+            if not (subject is None or isinstance(subject, str)):
+                return
+            if keytype == "SCHEMA" and subject is not None:
                 self._apply_schema(subject, int(k.get("version", 0)), v)
             elif keytype == "CONFIG":
                 if v is None:
@@ -119,7 +121,7 @@ class SchemaRegistry:
                     self._mode.pop(subject, None)
                 elif v.get("mode") in Mode.__members__:
                     self._mode[subject] = Mode(v["mode"])
-            elif keytype == "DELETE_SUBJECT" and isinstance(v, dict):
+            elif keytype == "DELETE_SUBJECT" and isinstance(v, dict) and subject is not None:
                 upto = int(v.get("version", 0))
                 for version, sv in list(self._versions.get(subject, {}).items()):
                     if version <= upto:

@@ -32,7 +32,11 @@ from kctl.runtime.spark import SparkEngine
 from kctl.runtime.standalone import StandaloneHerder
 from kctl.runtime.validation import ConnectorPolicy, raise_if_invalid, validate_config
 from kctl.runtime.worker import Worker
-from kctl.runtime.worker_config import BOOTSTRAP_SERVERS_CONFIG, WorkerConfig
+from kctl.runtime.worker_config import (
+    BOOTSTRAP_SERVERS_CONFIG,
+    REVOCATION_REJOIN_DELAY_CONFIG,
+    WorkerConfig,
+)
 from kctl.storage.configs import ConfigBackingStore
 from kctl.storage.offsets import OffsetBackingStore
 from kctl.storage.status import StatusBackingStore
@@ -40,7 +44,6 @@ from kctl.transport.base import Transport
 
 log = logging.getLogger(__name__)
 
-REVOCATION_REJOIN_DELAY_MS = 1_200
 
 __all__ = ["DistributedWorker", "StandaloneWorker", "Stores", "build_transport", "file_stores",
            "run_worker", "topic_stores"]
@@ -254,11 +257,9 @@ class DistributedWorker(_WorkerProcess):
                 ) -> GroupDriver[ConnectAssignment]:
         from kctl.transport.kafka_group import CONNECT_CODEC, BrokerGroupDriver
 
-        # On a broker, a worker that revoked work rejoins a little later, so the others'
-        # SyncGroup of the revoking generation is answered first (the test broker answers a
-        # waiting one once a second): a join then takes Kafka's two generations, not 3-4.
-        # The in-process coordinator answers at once and needs no such pacing.
-        member.revocation_rejoin_delay_ms = REVOCATION_REJOIN_DELAY_MS
+        # a worker that revoked work rejoins at once (Kafka's behaviour) unless the setting
+        # paces it for a coordinator that answers waiting SyncGroups only periodically
+        member.revocation_rejoin_delay_ms = self.config.get_int(REVOCATION_REJOIN_DELAY_CONFIG)
 
         return BrokerGroupDriver(",".join(self.config.get_list(BOOTSTRAP_SERVERS_CONFIG)),
                                  self.config.get_str("group.id"), member, CONNECT_CODEC,

@@ -277,9 +277,8 @@ def create_app(herder: Herder, loggers: Loggers | None = None,
 
     @app.get("/health")
     def health() -> JSONResponse:
-        ok, message = herder.healthy()
-        return JSONResponse({"status": "healthy" if ok else "unhealthy", "message": message},
-                            status_code=200 if ok else 503)
+        health = herder.health()
+        return JSONResponse(health.to_json(), status_code=200 if health.up else 503)
 
     @app.get("/connectors")
     def list_connectors(expand: list[str] = Query(default=[])) -> Any:

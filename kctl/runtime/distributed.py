@@ -49,6 +49,7 @@ from kctl.group.history import (
 from kctl.group.messages import ErrorCode
 from kctl.group.protocol import GroupMember, MemberFailed, MemberState, StartWork, StopWork
 from kctl.runtime.abstract_herder import AbstractHerder
+from kctl.runtime.herder import Health
 from kctl.runtime.lost_work import LostWork
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.worker import Worker
@@ -759,14 +760,14 @@ class DistributedHerder(AbstractHerder):
                 f"'/connectors/{name}/stop' endpoint")
 
     # -- what the REST answers add in a cluster --------------------------------------------
-    def healthy(self) -> tuple[bool, str]:
+    def health(self) -> Health:
         if self.worker is None or self._stopped:
-            return False, "Worker is starting or stopping"
+            return Health("unhealthy", "Worker is starting or stopping")
         if self._cannot_join is not None:
-            return False, f"Worker {self._cannot_join}"
+            return Health("unhealthy", f"Worker {self._cannot_join}")
         if self._driver is None or self._driver.assignment is None:
-            return False, "Worker has not yet joined its group"
-        return True, "Worker has completed startup and is ready to handle requests."
+            return Health("unhealthy", "Worker has not yet joined its group")
+        return self._running_health()
 
     def group_info(self) -> dict[str, Any]:
         """Who leads, which generation, what this worker runs (for status and tests)."""

@@ -146,6 +146,11 @@ class Producer(ABC):
     def flush(self, timeout: float | None = None) -> int:
         """Wait until every queued record is acknowledged or failed; returns how many remain."""
 
+    def unreachable(self) -> str | None:
+        """Why the log cannot be reached now, in one line (None: it can). Asks the cluster,
+        so `/health` tells the truth about the connection its tasks depend on."""
+        return None
+
     @abstractmethod
     def close(self) -> None: ...
 
@@ -200,8 +205,26 @@ def columns_of(records: Sequence[LogRecord]) -> list[RecordColumns]:
     return out
 
 
+@dataclass(frozen=True)
+class Stall:
+    """Why a consumer receives nothing although it should, since when (ms since the epoch):
+    what a task's status, `/health`, a metric and one log line tell until it recovers."""
+
+    reason: str
+    since_ms: int
+
+
 class Consumer(ABC):
     """One consumer; `subscribe` joins a group whose partitions are shared by its members."""
+
+    def stall(self) -> Stall | None:
+        """Set while the consumer cannot get records it should (its group hands it nothing,
+        or its partitions grow while it fetches nothing) and is trying to recover."""
+        return None
+
+    def refetch(self, reason: str) -> None:
+        """Fetching stopped although the partitions grow: start fetching them again from
+        the positions reached (a transport whose fetching cannot stall ignores it)."""
 
     @abstractmethod
     def subscribe(self, topics: Sequence[str], *, on_assign: RebalanceCallback | None = None,
@@ -296,6 +319,11 @@ class Transport(ABC):
         """The transport's own admin client; with `config`, a new one made with these
         settings over the transport's base (a connector's, as Kafka Connect opens one on
         a connector's behalf), which the caller closes."""
+
+    def unreachable(self) -> str | None:
+        """Why the log cannot be reached now, in one line (None: it can). Asks the cluster,
+        so `/health` tells the truth about the connection its tasks depend on."""
+        return None
 
     @abstractmethod
     def close(self) -> None: ...

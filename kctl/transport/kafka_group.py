@@ -191,6 +191,18 @@ class BrokerGroupDriver:
             work += self.poll(min(0.1, max(0.0, deadline - time.monotonic())))
         return work
 
+    def rejoin_afresh(self, reason: str) -> list[MemberAction]:
+        """Give up a membership that completes no generation and join again as a new
+        member: the old one leaves (LeaveGroup, not waited for: the coordinator need not
+        wait its session out) and what it owned is returned as work to stop. A group whose
+        coordinator holds a round open for a leader that will never sync (one that left
+        mid-rebalance) forms again around the members that are there."""
+        self._inflight = [f for f in self._inflight if isinstance(f.request, LeaveGroup)]
+        self._held, self._holding = [], False
+        self._act(self.member.handle(Leave(reason), self._now()))
+        self._act(self.member.handle(Start(), self._now()))
+        return self._take_work()
+
     def close(self) -> None:
         if self._client is not None:
             self._client.close()

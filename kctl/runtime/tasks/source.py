@@ -49,9 +49,14 @@ from kctl.transport.base import (
     Consumer,
     Producer,
     ProducerRecord,
+    Stall,
 )
 
 log = logging.getLogger(__name__)
+
+# Records in flight and no acknowledgement for this long: the producer cannot deliver
+# (an acknowledgement takes milliseconds; librdkafka retries for delivery.timeout.ms)
+DELIVERY_STALL_S = 30.0
 
 
 class WorkerSourceTask(WorkerTask):
@@ -99,6 +104,8 @@ class WorkerSourceTask(WorkerTask):
         self.records_sent = 0
         self.columns_sent = 0  # of records_sent, how many went as columns
         self._columnar_ok: bool | None = None
+        self._acked_seen = 0
+        self._acked_at = self.clock()
         self.positions: SourcePositions = ExactlyOncePositions(
             task_id, offset_writer=offset_writer, commit_timeout=self.commit_timeout,
             log_reader=log_reader, stored_offsets=stored_offsets,
@@ -142,6 +149,24 @@ class WorkerSourceTask(WorkerTask):
             if self.clock() >= next_commit:
                 self.commit_offsets(wait=False)
                 next_commit = self.clock() + self.commit_interval
+            self._check_delivery()
+
+    def _check_delivery(self) -> None:
+        """Records sent and none acknowledged for DELIVERY_STALL_S: the producer cannot
+        deliver (the cluster is unreachable, the topic refuses them), and the task says so
+        until acknowledgements come again (the producer keeps retrying)."""
+        now = self.clock()
+        submitted = self.submitted
+        if submitted.in_flight == 0 or submitted.acked != self._acked_seen:
+            self._acked_seen, self._acked_at = submitted.acked, now
+            self.note_stall(None)
+            return
+        waited = now - self._acked_at
+        if waited >= DELIVERY_STALL_S and self.counters.stall is None:
+            self.note_stall(Stall(
+                f"{submitted.in_flight} sends to the Kafka cluster are not acknowledged and "
+                f"none was in {waited:.0f} s; the producer keeps trying",
+                int(time.time() * 1000 - waited * 1000)))
 
     def _send(self, items: Sequence[SourceRecord | SourceBatch]) -> None:
         records: list[SourceRecord] = []

@@ -69,6 +69,7 @@ from kctl.storage.configs import (
 )
 from kctl.storage.offsets import OffsetBackingStore
 from kctl.storage.status import StatusBackingStore
+from kctl.transport.base import GenerationWatch
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +98,7 @@ class TaskConfigSender(Protocol):
 
 @dataclass(frozen=True)
 class Reconfigure:
-    """A connector asked for new task configs (from its own thread): the herder's own
-    event, queued with the config store's."""
+    """A connector asked for new task configs (its thread): queued with config events."""
 
     connector: str
 
@@ -115,8 +115,7 @@ class _Snapshot:
 
     @property
     def connectors(self) -> Mapping[str, int]:
-        configs = self.configs
-        return {name: len(configs.task_configs(name)) for name in configs.connector_names()}
+        return {n: len(self.configs.task_configs(n)) for n in self.configs.connector_names()}
 
     @property
     def config_offset(self) -> int:
@@ -163,6 +162,8 @@ class DistributedHerder(AbstractHerder):
         self._cannot_join: str | None = None  # why the group refused this worker
         self._join_backoff = 0.0
         self._retry_join_at: float | None = None
+        self._stalled: str | None = None
+        self._watch: GenerationWatch | None = None  # since when no generation completed
         self.history: deque[GenerationRecord] = deque(maxlen=HISTORY_KEPT)
         self.member: GroupMember[ConnectorsAndTasks] | None = None
         self._handler: ConnectHandler | None = None
@@ -237,11 +238,33 @@ class DistributedHerder(AbstractHerder):
             wait = min(wait, max(0.0, self._retry_join_at - time.monotonic()))
         for action in self._d.poll(wait):
             self._on_action(action)
+        self._watch_group()
         self._apply_events()
         if self._ready():
             self._maybe_rotate_session_key()
             self._run_requests()
             self._run_reconfigurations()
+
+    def _watch_group(self) -> None:
+        """No generation for longer than a round takes: say so, join again as a new member."""
+        if (m := self.member) is None:
+            return
+        self._watch = self._watch or GenerationWatch(
+            (m.rebalance_timeout_ms + m.session_timeout_ms) / 1000, time.monotonic, time.time)
+        waited = self._watch.due(m.state is MemberState.STABLE or bool(self._cannot_join))
+        if waited is None:
+            if self._stalled is not None and m.state is MemberState.STABLE:
+                log.info("Worker completed a generation of its group again")
+                self._stalled = None
+            return
+        if self._stalled is None:
+            log.warning("Worker has completed no generation of its group since %s (state %s, "
+                        "leader %s); joining as a new member", self._watch.since,
+                        m.state.value, m.leader or "none")
+        self._stalled = (f"has completed no generation of its group since {self._watch.since} "
+                         f"(state {m.state.value}, leader {m.leader or 'none'})")
+        for action in getattr(self._d, "rejoin_afresh", lambda _: [])(self._stalled):
+            self._on_action(action)
 
     def _ready(self) -> bool:
         """Requests wait while the group rebalances: the leader and the assignment they
@@ -761,13 +784,10 @@ class DistributedHerder(AbstractHerder):
 
     # -- what the REST answers add in a cluster --------------------------------------------
     def health(self) -> Health:
-        if self.worker is None or self._stopped:
-            return Health("unhealthy", "Worker is starting or stopping")
-        if self._cannot_join is not None:
-            return Health("unhealthy", f"Worker {self._cannot_join}")
-        if self._driver is None or self._driver.assignment is None:
-            return Health("unhealthy", "Worker has not yet joined its group")
-        return self._running_health()
+        joined = self._driver is not None and self._driver.assignment is not None
+        why = ("is starting or stopping" if self.worker is None or self._stopped else
+               self._cannot_join or self._stalled or (None if joined else "has not yet joined its group"))
+        return Health("unhealthy", f"Worker {why}") if why else self._running_health()
 
     def group_info(self) -> dict[str, Any]:
         """Who leads, which generation, what this worker runs (for status and tests)."""

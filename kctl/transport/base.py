@@ -6,6 +6,7 @@ Kafka through confluent-kafka. The runtime never knows which one it talks to.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -212,6 +213,39 @@ class Stall:
 
     reason: str
     since_ms: int
+
+
+class GenerationWatch:
+    """Notices a group member that completes no generation for longer than `bound_s` (a
+    rebalance timeout plus a session: what a round may take): `due(stable)` returns the
+    seconds waited once the bound passed, then again after each further bound, else None;
+    `since_ms` is when the member last left a stable generation (wall clock)."""
+
+    def __init__(self, bound_s: float, clock: Callable[[], float],
+                 wall_clock: Callable[[], float]):
+        self.bound_s = bound_s
+        self._clock, self._wall_clock = clock, wall_clock
+        self._since: float | None = None
+        self._checked = 0.0
+        self.since_ms = 0
+
+    @property
+    def since(self) -> str:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.since_ms / 1000))
+
+    def due(self, stable: bool) -> float | None:
+        now = self._clock()
+        if stable:
+            self._since = None
+            return None
+        if self._since is None:
+            self._since = self._checked = now
+            self.since_ms = int(self._wall_clock() * 1000)
+            return None
+        if now - self._checked < self.bound_s:
+            return None
+        self._checked = now
+        return now - self._since
 
 
 class Consumer(ABC):

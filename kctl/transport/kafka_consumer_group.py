@@ -29,7 +29,7 @@ from kctl.group.history import GenerationCompleted
 from kctl.group.messages import ErrorCode
 from kctl.group.protocol import GroupMember, MemberFailed, MemberState, StartWork, StopWork
 from kctl.transport.assignor_plugins import assignment_strategy
-from kctl.transport.base import Stall
+from kctl.transport.base import GenerationWatch, Stall
 from kctl.transport.kafka_group import CONSUMER_CODEC, BrokerGroupDriver
 
 log = logging.getLogger(__name__)
@@ -67,8 +67,6 @@ class ConsumerGroupMember:
                  clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time):
         self.group_id = group_id
-        self._clock = clock
-        self._wall_clock = wall_clock
         self._counts = partition_counts
         assignors = assignment_strategy(config.get(ASSIGNMENT_STRATEGY_CONFIG) or DEFAULT_STRATEGY)
         client_id = str(config.get("client.id") or group_id)
@@ -89,10 +87,10 @@ class ConsumerGroupMember:
         self._thread = threading.Thread(target=self._run, name=f"group-{group_id}", daemon=True)
         self._seen_counts: dict[str, int] = {}
         self.failure: str | None = None
-        self.stall_after_s = (self.rebalance_timeout_ms + self.member.session_timeout_ms) / 1000
         self.stall: Stall | None = None
-        self._unstable_since: float | None = None  # clock, wall clock
-        self._unstable_since_ms = 0
+        self._watch_generations = GenerationWatch(
+            (self.rebalance_timeout_ms + self.member.session_timeout_ms) / 1000,
+            clock, wall_clock)
 
     # -- from the consumer's thread --------------------------------------------------------
     def start(self) -> None:
@@ -154,31 +152,22 @@ class ConsumerGroupMember:
 
     def _watch(self) -> None:
         """Notice a member that completes no generation (see the module docstring)."""
-        now = self._clock()
-        if self.member.state is MemberState.STABLE:
-            self._unstable_since = None
-            if self.stall is not None:
-                log.info("group %s: member %s completed generation %d; receiving again",
-                         self.group_id, self.member.member_id, self.member.generation)
-                self.stall = None
+        stable = self.member.state is MemberState.STABLE
+        waited = self._watch_generations.due(stable)
+        if stable and self.stall is not None:
+            log.info("group %s: member %s completed generation %d; receiving again",
+                     self.group_id, self.member.member_id, self.member.generation)
+            self.stall = None
+        if waited is None:
             return
-        if self._unstable_since is None:
-            self._unstable_since = now
-            self._unstable_since_ms = int(self._wall_clock() * 1000)
-            return
-        if now - self._unstable_since < self.stall_after_s:
-            return
-        waited = now - self._unstable_since
         if self.stall is None:
             self.stall = Stall(
                 f"consumer group {self.group_id} has given this consumer no partitions: no "
                 f"generation completed in {waited:.0f} s (state {self.member.state.value}, "
                 f"leader {self.member.leader or 'unknown'}); joining again as a new member",
-                self._unstable_since_ms)
+                self._watch_generations.since_ms)
             log.warning("group %s: %s", self.group_id, self.stall.reason)
-        self._unstable_since = now  # the next attempt gets as long
-        for action in self.driver.rejoin_afresh("no generation completed in "
-                                                f"{waited:.0f} s; joining as a new member"):
+        for action in self.driver.rejoin_afresh(f"no generation completed in {waited:.0f} s"):
             self._on_action(action)
 
     def _on_action(self, action: Any) -> None:

@@ -248,10 +248,11 @@ class DistributedWorker(_WorkerProcess):
             raise
         url = config.advertised(self.rest.port)
         s = self.stores
+        client = InterWorkerClient(config.rest_client_options())
         self.herder = DistributedHerder(
             url.split("://", 1)[1], self.plugins, s.configs, s.statuses, s.offsets, url=url,
             worker_config=config, driver_factory=self._driver,
-            send_task_configs=InterWorkerClient(config.rest_client_options()).post_task_configs)
+            send_task_configs=client.post_task_configs, set_logger_level=client.put_logger_level)
 
     def _driver(self, member: GroupMember[ConnectorsAndTasks]
                 ) -> GroupDriver[ConnectAssignment]:

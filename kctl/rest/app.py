@@ -215,7 +215,7 @@ def create_app(herder: Herder, loggers: Loggers | None = None,
                metrics: CollectorRegistry | None = None,
                client: InterWorkerClient | None = None) -> FastAPI:
     """`client` carries requests this worker forwards to another one."""
-    loggers = loggers or Loggers()
+    loggers = loggers or getattr(herder, "loggers", None) or Loggers()
     inter_worker = client or InterWorkerClient()
     if metrics is None:
         metrics = worker_registry(lambda: getattr(herder, "worker", None), herder)
@@ -440,8 +440,8 @@ def create_app(herder: Herder, loggers: Loggers | None = None,
         return Response(generate_latest(metrics), media_type=CONTENT_TYPE_LATEST)
 
     # KIP-495: log levels at run time. scope=cluster (KIP-976) answers 204 without a body as
-    # Kafka Connect does; a standalone worker is the whole cluster, so it sets this worker's
-    # levels (Kafka's StandaloneHerder does the same). A distributed herder must broadcast.
+    # Kafka Connect does; the herder sets it on every worker (a standalone one is the whole
+    # cluster; a distributed one's leader hands it to each member).
     @app.get("/admin/loggers")
     def list_loggers() -> Any:
         return loggers.all()
@@ -454,8 +454,10 @@ def create_app(herder: Herder, loggers: Loggers | None = None,
         "description": "scope=cluster: set on every worker of the cluster; no body"}})
     def set_logger(logger: str, body: dict[str, Any] = Body(...),
                    scope: Literal["worker", "cluster"] = "worker") -> Any:
-        touched = loggers.set(logger, body.get("level"))
-        return Response(status_code=204) if scope == "cluster" else touched
+        if scope == "cluster":
+            herder.set_cluster_logger_level(logger, body.get("level"))
+            return Response(status_code=204)
+        return loggers.set(logger, body.get("level"))
 
     @app.get("/connector-plugins")
     def plugins(connectorsOnly: bool = True) -> Any:

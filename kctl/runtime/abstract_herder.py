@@ -30,6 +30,7 @@ from kctl.runtime.connector_config import (
     DLQ_TOPIC_NAME_CONFIG,
 )
 from kctl.runtime.herder import READY, Health, Herder
+from kctl.runtime.loggers import Loggers
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.secrets import REDACTOR, mask, register_secrets, restore_hidden
 from kctl.runtime.validation import plugin_config_keys, raise_if_invalid, validate_config
@@ -86,6 +87,7 @@ class AbstractHerder(Herder, ConnectorListener):
         self.statuses = status_store
         self.offsets = offset_store
         self.worker: Worker | None = None
+        self.loggers = Loggers()  # /admin/loggers of this worker
         self._lock = threading.RLock()
         self._stopped = False
 
@@ -463,6 +465,10 @@ class AbstractHerder(Herder, ConnectorListener):
 
     def _cluster_id(self) -> str:
         return getattr(self._w.transport, "cluster_id", "embedded") if self.worker else "embedded"
+
+    def set_cluster_logger_level(self, name: str, level: str) -> list[str]:
+        """A standalone worker is its whole cluster (as Kafka's StandaloneHerder)."""
+        return self.loggers.set(name, level)
 
     def health(self) -> Health:
         if self.worker is None or self._stopped:

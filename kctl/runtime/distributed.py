@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from kctl.errors import (
     AlreadyExistsError,
@@ -50,6 +50,7 @@ from kctl.group.messages import ErrorCode
 from kctl.group.protocol import GroupMember, MemberFailed, MemberState, StartWork, StopWork
 from kctl.runtime.abstract_herder import AbstractHerder
 from kctl.runtime.herder import Health
+from kctl.runtime.inter_worker import LoggerLevelSender, TaskConfigSender
 from kctl.runtime.lost_work import LostWork
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.worker import Worker
@@ -81,19 +82,9 @@ QUEUED_WAIT_S = 0.8  # a request the herder cannot take up by then is answered 4
 RECONFIGURE_BACKOFF_S = 0.25
 JOIN_BACKOFF_S, JOIN_BACKOFF_MAX_S = 0.5, 10.0  # a refused join is retried this often
 HISTORY_KEPT = 1000
-
 T = TypeVar("T")
 
 DriverFactory = Callable[[GroupMember[ConnectorsAndTasks]], GroupDriver[ConnectAssignment]]
-
-
-class TaskConfigSender(Protocol):
-    """Hands task configs a follower generated to the leader at `leader_url` (Kafka's
-    internal `POST /connectors/{name}/tasks`), signed with `key` when one is given;
-    raises when the leader does not take them. `kctl.rest.internal` carries it over HTTP."""
-
-    def __call__(self, leader_url: str, connector: str, configs: list[dict[str, str]],
-                 key: SessionKey | None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -137,14 +128,14 @@ class DistributedHerder(AbstractHerder):
                  status_store: StatusBackingStore, offset_store: OffsetBackingStore, *,
                  url: str, worker_config: WorkerConfig, driver_factory: DriverFactory,
                  send_task_configs: TaskConfigSender,
-                 clock: Callable[[], float] = time.time,
+                 set_logger_level: LoggerLevelSender | None = None, clock: Callable[[], float] = time.time,
                  request_timeout_s: float = REQUEST_TIMEOUT_S):
         super().__init__(worker_id, plugins, config_store, status_store, offset_store)
         self.url = url
         self.worker_config = worker_config
         self.protocol = worker_config.get_str("connect.protocol")
         self._driver_factory = driver_factory
-        self._send_to_leader = send_task_configs
+        self._send_to_leader, self._set_logger_level = send_task_configs, set_logger_level
         self._clock = clock
         self._request_timeout_s = request_timeout_s
         self._driver: GroupDriver[ConnectAssignment] | None = None
@@ -406,6 +397,15 @@ class DistributedHerder(AbstractHerder):
                                 "(e.g. worker rebalance)")
         raise RequestTargetError("Cannot complete request because this worker is not the "
                                  "leader", self._leader_url)
+
+    def set_cluster_logger_level(self, name: str, level: str) -> list[str]:
+        """KIP-976: the leader sets it on every member (others forward to the leader)."""
+        others = self._serially(lambda: self._require_leader() or sorted(
+            set((self._handler.member_urls if self._handler else {}).values()) - {self.url}))
+        touched = super().set_cluster_logger_level(name, level)  # a bad level: 400 here
+        for url in others if self._set_logger_level else ():
+            self._set_logger_level(url, name, level)
+        return touched
 
     # -- config changes, read back from the config topic ----------------------------------
     def _on_config_event(self, event: ConfigEvent) -> None:

@@ -138,6 +138,11 @@ class Herder(ABC):
         """GET / : version, commit, kafka_cluster_id."""
 
     @abstractmethod
+    def set_cluster_logger_level(self, name: str, level: str) -> list[str]:
+        """KIP-976's `scope=cluster`: set logger `name` (and the loggers below it) to
+        `level` on every worker of the cluster; the names set here."""
+
+    @abstractmethod
     def health(self) -> Health:
         """Startup, the group (distributed), the Kafka connection, tasks that are stalled."""
 

@@ -398,6 +398,11 @@ def _serve(config_path: str | None, connector_files: list[str], console: Any, er
     # kafka-python (the group driver's network client) logs every connection at INFO, half
     # a worker's log or more: WARNING unless asked (`kctl logger set kafka INFO`)
     logging.getLogger("kafka").setLevel(logging.WARNING)
+    # its network thread warns whenever a callback held its event loop (another thread had
+    # the GIL: busy tasks, Spark), a line every few seconds that asks nothing of the user
+    logging.getLogger("kafka.net.selector").setLevel(logging.ERROR)
+    # py4j logs each connection to Spark's JVM it opens and closes at INFO
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     install_log_redaction()  # before the first line that could carry a resolved secret
     try:
         if connector_files and config.distributed:

@@ -306,8 +306,8 @@ class DistributedHerder(AbstractHerder):
         self.history.append(record)
         if record.is_leader:
             self._lost_work.note(record)
-        log.info("Joined generation %d (leader %s): assigned %s, revoked %s", record.generation,
-                 record.leader, record.assigned.to_json(), record.revoked.to_json())
+        log.info("Joined generation %d (leader %s): assigned %s; revoked %s", record.generation,
+                 record.leader, *(str(w)[1:-1] or "nothing" for w in (record.assigned, record.revoked)))
 
     def _record_departure(self) -> None:
         """`rebalance history` tells a clean leave from a lost session by this note."""

@@ -57,6 +57,12 @@ log = logging.getLogger(__name__)
 # Records in flight and no acknowledgement for this long: the producer cannot deliver
 # (an acknowledgement takes milliseconds; librdkafka retries for delivery.timeout.ms)
 DELIVERY_STALL_S = 30.0
+# Records (or columnar batches) sent and not yet acknowledged, at most: a task that produces
+# faster than the cluster acknowledges waits, as Kafka's producer blocks when its buffer is
+# full, so a stop's final flush has about a second of acknowledgements to wait for, not the
+# million records librdkafka would queue (an unthrottled DataGen task then outlived its
+# shutdown timeout at every routine revocation)
+MAX_IN_FLIGHT = 100_000
 
 
 class WorkerSourceTask(WorkerTask):
@@ -143,6 +149,9 @@ class WorkerSourceTask(WorkerTask):
                 self._send(records)
             self.idle_release.tick(moved)
             self.producer.poll(0)
+            while self.submitted.in_flight >= MAX_IN_FLIGHT and not self.stopping \
+                    and self._produce_error is None:
+                self.producer.poll(0.05)
             if self._produce_error is not None:
                 raise ConnectError(f"Failed to produce records: {self._produce_error}") \
                     from self._produce_error

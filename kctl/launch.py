@@ -264,7 +264,9 @@ class DistributedWorker(_WorkerProcess):
 
         return BrokerGroupDriver(",".join(self.config.get_list(BOOTSTRAP_SERVERS_CONFIG)),
                                  self.config.get_str("group.id"), member, CONNECT_CODEC,
-                                 security=self.config.kafka_security())
+                                 security=self.config.kafka_security(),
+                                 # heartbeats go on while the herder starts and stops work
+                                 heartbeat_thread=True)
 
 
 def build_worker(config: Any, plugins: Plugins | None = None) -> StandaloneWorker | DistributedWorker:

@@ -152,6 +152,7 @@ class WorkerSourceTask(WorkerTask):
             while self.submitted.in_flight >= MAX_IN_FLIGHT and not self.stopping \
                     and self._produce_error is None:
                 self.producer.poll(0.05)
+                self._check_delivery()
             if self._produce_error is not None:
                 raise ConnectError(f"Failed to produce records: {self._produce_error}") \
                     from self._produce_error

@@ -241,7 +241,7 @@ class DistributedHerder(AbstractHerder):
         if (m := self.member) is None:
             return
         self._watch = self._watch or GenerationWatch(
-            (m.rebalance_timeout_ms + m.session_timeout_ms) / 1000, time.monotonic, time.time)
+            (2 * m.rebalance_timeout_ms + m.session_timeout_ms) / 1000, time.monotonic, time.time)
         waited = self._watch.due(m.state is MemberState.STABLE or bool(self._cannot_join))
         if waited is None:
             if self._stalled is not None and m.state is MemberState.STABLE:

@@ -12,6 +12,11 @@ the work it is handed (partitions to start and stop) waits for the consumer's ow
 which runs the rebalance callbacks in `poll`, as Kafka's consumer does. A revocation holds
 the member's next JoinGroup until the consumer's thread has run its callback, so no
 partition is fetched by two members at once.
+
+A member that completes no generation for longer than twice a rebalance may take (the
+rebalance timeout, `max.poll.interval.ms`, plus a session) is stalled: it says so (`stall`,
+which the sink task turns into its status note, `/health` and a metric) and joins again as
+a new member, until a generation completes.
 """
 
 from __future__ import annotations
@@ -89,7 +94,7 @@ class ConsumerGroupMember:
         self.failure: str | None = None
         self.stall: Stall | None = None
         self._watch_generations = GenerationWatch(
-            (self.rebalance_timeout_ms + self.member.session_timeout_ms) / 1000,
+            (2 * self.rebalance_timeout_ms + self.member.session_timeout_ms) / 1000,
             clock, wall_clock)
 
     # -- from the consumer's thread --------------------------------------------------------

@@ -47,6 +47,7 @@ from kctl.group.messages import (
 from kctl.group.protocol import (
     GroupMember,
     HeartbeatDue,
+    JoinAfresh,
     Leave,
     MemberFailed,
     MemberState,
@@ -225,19 +226,15 @@ class BrokerGroupDriver:
 
     def rejoin_afresh(self, reason: str) -> list[MemberAction]:
         """Give up a membership that completes no generation and join again as a new
-        member: the old one leaves (LeaveGroup, not waited for: the coordinator need not
-        wait its session out) and what it owned is returned as work to stop. A group whose
-        coordinator holds a round open for a leader that will never sync (one that left
-        mid-rebalance) forms again around the members that are there."""
+        member, without a LeaveGroup: the coordinator expires the old one a session later,
+        as a member that vanished (a leader that leaves while its group re-forms stays the
+        test broker's leader for good; one that expires does not). What it owned is
+        returned as work to stop, lost."""
         with self._lock:
-            return self._rejoin_afresh(reason)
-
-    def _rejoin_afresh(self, reason: str) -> list[MemberAction]:
-        self._inflight = [f for f in self._inflight if isinstance(f.request, LeaveGroup)]
-        self._held, self._holding = [], False
-        self._act(self.member.handle(Leave(reason), self._now()))
-        self._act(self.member.handle(Start(), self._now()))
-        return self._take_work()
+            self._inflight = [f for f in self._inflight if isinstance(f.request, LeaveGroup)]
+            self._held, self._holding = [], False
+            self._act(self.member.handle(JoinAfresh(reason), self._now()))
+            return self._take_work()
 
     def close(self) -> None:
         self._closed.set()

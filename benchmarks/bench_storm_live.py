@@ -199,7 +199,7 @@ def main() -> None:
         print(json.dumps(results, indent=2))
         return
     print(f"live storm: {args.connectors} connectors x {args.tasks} tasks on {args.workers} "
-          "worker processes, created then deleted one after another (default: %(default)s)")
+          "worker processes, created then deleted one after another")
     header = (f"{'protocol':<10} {'phase':<6} {'rounds':>7} {'stops':>7} {'starts':>7} "
               f"{'stable s':>9} | {'sim rounds':>10} {'sim stops':>9} {'sim starts':>10} "
               f"{'sim modelled':>12}")

@@ -164,14 +164,23 @@ def live_run(bootstrap: str, root: Path, protocol: str, *, connectors: int, task
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--connectors", type=int, default=90)
-    parser.add_argument("--tasks", type=int, default=10)
-    parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--protocols", default="default,sessioned")
-    parser.add_argument("--throughput", type=int, default=1, help="records/s per task")
-    parser.add_argument("--timeout", type=float, default=1800.0, help="per phase, seconds")
-    parser.add_argument("--bootstrap", default=None)
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--connectors", type=int, default=90,
+                        help="DataGen connectors created, then deleted, one after another (default: %(default)s)")
+    parser.add_argument("--tasks", type=int, default=10,
+                        help="tasks.max of each connector (every task keeps a producer) (default: %(default)s)")
+    parser.add_argument("--workers", type=int, default=3,
+                        help="`kctl worker start` processes in the cluster (default: %(default)s)")
+    parser.add_argument("--protocols", default="default,sessioned",
+                        help="connect.protocol values to run, comma-separated, one storm each (default: %(default)s)")
+    parser.add_argument("--throughput", type=int, default=1,
+                        help="records/s each DataGen task produces (default: %(default)s)")
+    parser.add_argument("--timeout", type=float, default=1800.0,
+                        help="seconds each phase (start, stop) may take to become stable (default: %(default)s)")
+    parser.add_argument("--bootstrap", default=None,
+                        help="an existing Kafka cluster's bootstrap.servers (without it, a "
+                             "test broker is started for the run)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the figures as JSON instead of a table")
     args = parser.parse_args()
 
     results = []

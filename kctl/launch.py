@@ -32,7 +32,11 @@ from kctl.runtime.spark import SparkEngine
 from kctl.runtime.standalone import StandaloneHerder
 from kctl.runtime.validation import ConnectorPolicy, raise_if_invalid, validate_config
 from kctl.runtime.worker import Worker
-from kctl.runtime.worker_config import BOOTSTRAP_SERVERS_CONFIG, WorkerConfig
+from kctl.runtime.worker_config import (
+    BOOTSTRAP_SERVERS_CONFIG,
+    REVOCATION_REJOIN_DELAY_CONFIG,
+    WorkerConfig,
+)
 from kctl.storage.configs import ConfigBackingStore
 from kctl.storage.offsets import OffsetBackingStore
 from kctl.storage.status import StatusBackingStore
@@ -40,7 +44,6 @@ from kctl.transport.base import Transport
 
 log = logging.getLogger(__name__)
 
-REVOCATION_REJOIN_DELAY_MS = 1_200
 
 __all__ = ["DistributedWorker", "StandaloneWorker", "Stores", "build_transport", "file_stores",
            "run_worker", "topic_stores"]
@@ -265,24 +268,25 @@ class DistributedWorker(_WorkerProcess):
             raise
         url = config.advertised(self.rest.port)
         s = self.stores
+        client = InterWorkerClient(config.rest_client_options())
         self.herder = DistributedHerder(
             url.split("://", 1)[1], self.plugins, s.configs, s.statuses, s.offsets, url=url,
             worker_config=config, driver_factory=self._driver,
-            send_task_configs=InterWorkerClient(config.rest_client_options()).post_task_configs)
+            send_task_configs=client.post_task_configs, set_logger_level=client.put_logger_level)
 
     def _driver(self, member: GroupMember[ConnectorsAndTasks]
                 ) -> GroupDriver[ConnectAssignment, ConnectorsAndTasks]:
         from kctl.transport.kafka_group import CONNECT_CODEC, BrokerGroupDriver
 
-        # On a broker, a worker that revoked work rejoins a little later, so the others'
-        # SyncGroup of the revoking generation is answered first (the test broker answers a
-        # waiting one once a second): a join then takes Kafka's two generations, not 3-4.
-        # The in-process coordinator answers at once and needs no such pacing.
-        member.revocation_rejoin_delay_ms = REVOCATION_REJOIN_DELAY_MS
+        # a worker that revoked work rejoins at once (Kafka's behaviour) unless the setting
+        # paces it for a coordinator that answers waiting SyncGroups only periodically
+        member.revocation_rejoin_delay_ms = self.config.get_int(REVOCATION_REJOIN_DELAY_CONFIG)
 
         return BrokerGroupDriver(",".join(self.config.get_list(BOOTSTRAP_SERVERS_CONFIG)),
                                  self.config.get_str("group.id"), member, CONNECT_CODEC,
-                                 security=self.config.kafka_security())
+                                 security=self.config.kafka_security(),
+                                 # heartbeats go on while the herder starts and stops work
+                                 heartbeat_thread=True)
 
 
 def build_worker(config: WorkerConfig, plugins: Plugins | None = None
@@ -417,6 +421,11 @@ def _serve(config_path: str | None, connector_files: list[str], console: Any, er
     # kafka-python (the group driver's network client) logs every connection at INFO, half
     # a worker's log or more: WARNING unless asked (`kctl logger set kafka INFO`)
     logging.getLogger("kafka").setLevel(logging.WARNING)
+    # its network thread warns whenever a callback held its event loop (another thread had
+    # the GIL: busy tasks, Spark), a line every few seconds that asks nothing of the user
+    logging.getLogger("kafka.net.selector").setLevel(logging.ERROR)
+    # py4j logs each connection to Spark's JVM it opens and closes at INFO
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     install_log_redaction()  # before the first line that could carry a resolved secret
     try:
         if connector_files and config.distributed:

@@ -103,7 +103,8 @@ def _sink(doc: dict[str, Any], console: Console) -> None:
                       [[m["task"], m["worker"], m["state"]] for m in doc.get("members", ())])
     render.print_rows(console, ["TOPIC", "PARTITION", "COMMITTED", "END", "LAG"],
                       [[p["topic"], p["partition"], _n(p["committed"]), _n(p["end"]),
-                        _n(p["lag"])] for p in doc.get("partitions", ())])
+                        "?" if p["lag"] is None else str(p["lag"])]
+                       for p in doc.get("partitions", ())])
     console.print(_sources(doc.get("sources", {})))
     if doc.get("error"):
         console.print(Text(f"end offsets unavailable: {doc['error']}", style="yellow"))

@@ -128,6 +128,15 @@ class Leave:
 
 
 @dataclass(frozen=True)
+class JoinAfresh:
+    """Application -> member: its membership completes no generation; give it up without
+    a LeaveGroup (the coordinator expires it, as a member that vanished, which a leader it
+    still names for a round it never ends also needs) and join as a new member."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
 class RequestRejoin:
     """Application -> member: something changed (config, metadata, a scheduled delay)."""
 
@@ -168,7 +177,7 @@ class MemberFailed:
 
 
 # What the application and the coordinator's answers hand a member, and what it hands back.
-MemberEvent = (Start | Leave | RequestRejoin | HeartbeatDue | JoinGroupResponse
+MemberEvent = (Start | Leave | JoinAfresh | RequestRejoin | HeartbeatDue | JoinGroupResponse
                | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse)
 MemberOutput = Send | StopWork[W] | StartWork[W] | ScheduleTimer | MemberFailed
 # A handler takes the one event type its table entry names (the table dispatches on it).
@@ -218,6 +227,7 @@ class GroupMember(Generic[W]):
             t[(state, Leave)] = self._on_leave
             t[(state, HeartbeatResponse)] = self._on_heartbeat_response
             t[(state, LeaveGroupResponse)] = self._ignore
+            t[(state, JoinAfresh)] = self._on_join_afresh
         t[(S.UNJOINED, LeaveGroupResponse)] = self._ignore
         t[(S.UNJOINED, Leave)] = self._ignore
         # The answer to a heartbeat sent just before leaving.
@@ -329,6 +339,15 @@ class GroupMember(Generic[W]):
         self._reset(forget_member=error is ErrorCode.UNKNOWN_MEMBER_ID)
         self.state = MemberState.JOINING
         actions.append(self._join_request(error.name))
+        return actions
+
+    def _on_join_afresh(self, event: JoinAfresh, now: int) -> list[MemberOutput[W]]:
+        actions: list[MemberOutput[W]] = []
+        if not self.handler.is_empty(self.owned):  # lost, as to an unknown member id
+            actions.append(StopWork(self.owned, ErrorCode.UNKNOWN_MEMBER_ID.name))
+        self._reset(forget_member=True)
+        self.state = MemberState.JOINING
+        actions.append(self._join_request(event.reason))
         return actions
 
     def _on_join_response(self, resp: JoinGroupResponse, now: int) -> list[MemberOutput[W]]:

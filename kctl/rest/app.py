@@ -44,7 +44,7 @@ def create_app(herder: Herder, loggers: Loggers | None = None,
     app = FastAPI(title="kctl", version=__version__,
                   description="Kafka-Connect-compatible REST API of a kctl worker")
     app.state.herder = herder
-    app.state.loggers = loggers or Loggers()
+    app.state.loggers = loggers or herder.loggers
     app.state.inter_worker = client or InterWorkerClient()
     app.state.clock = clock
     app.add_middleware(BufferedBody)

@@ -112,6 +112,16 @@ class InterWorkerClient:
         if answer.status_code >= 300:
             raise ConflictError(f"leader answered {answer.status_code}: {answer.text[:200]}")
 
+    def put_logger_level(self, url: str, name: str, level: str) -> None:
+        """Set a logger's level on the worker at `url` (KIP-976: the leader hands a
+        cluster-wide level to each member); ConflictError when it does not take it."""
+        with httpx.Client(timeout=TASK_CONFIGS_TIMEOUT_S, **self._client_options()) as client:
+            answer = client.put(f"{url.rstrip('/')}/admin/loggers/{quote(name, safe='')}",
+                                json={"level": level}, params={"scope": "worker"})
+        if answer.status_code >= 300:
+            raise ConflictError(f"worker {url} answered {answer.status_code} setting logger "
+                                f"{name}: {answer.text[:200]}")
+
     async def forward(self, base_url: str, method: str, path: str,
                       params: Sequence[tuple[str, str]], headers: Mapping[str, str],
                       body: bytes) -> httpx.Response:

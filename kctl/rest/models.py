@@ -209,8 +209,9 @@ class Health(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    status: Literal["healthy", "unhealthy"]
+    status: Literal["healthy", "degraded", "unhealthy"]
     message: str
+    problems: list[str] | None = None
 
 
 class DlqRecord(_Model):

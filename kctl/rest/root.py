@@ -25,9 +25,10 @@ def root(herder: HerderDep) -> Any:
 @router.get("/health", response_model=Health,
             responses={503: {"model": Health, "description": "The worker is not ready"}})
 def health(herder: HerderDep) -> JSONResponse:
-    ok, message = herder.healthy()
-    return JSONResponse({"status": "healthy" if ok else "unhealthy", "message": message},
-                        status_code=200 if ok else 503)
+    """healthy, degraded (it serves, but a task cannot move records: `problems` says which)
+    or unhealthy (503: starting, stopping, no Kafka cluster, no group)."""
+    h = herder.health()
+    return JSONResponse(h.to_json(), status_code=200 if h.up else 503)
 
 
 @router.get("/metrics", response_class=PlainTextResponse)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -28,7 +29,8 @@ from kctl.runtime.connector_config import (
     CONNECTOR_CLASS_CONFIG,
     DLQ_TOPIC_NAME_CONFIG,
 )
-from kctl.runtime.herder import Herder
+from kctl.runtime.herder import READY, Health, Herder
+from kctl.runtime.loggers import Loggers
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.secrets import REDACTOR, mask, register_secrets, restore_hidden
 from kctl.runtime.validation import plugin_config_keys, raise_if_invalid, validate_config
@@ -92,6 +94,7 @@ class AbstractHerder(Herder, ConnectorListener):
         self.worker: Worker | None = None
         # the worker's Schema Registry (schema.registry.enable), served by REST
         self.schema_registry: SchemaRegistry | None = None
+        self.loggers = Loggers()  # /admin/loggers of this worker
         self._lock = threading.RLock()
         self._stopped = False
         self._metrics: CollectorRegistry | None = None
@@ -512,10 +515,32 @@ class AbstractHerder(Herder, ConnectorListener):
     def _cluster_id(self) -> str:
         return getattr(self._w.transport, "cluster_id", "embedded") if self.worker else "embedded"
 
-    def healthy(self) -> tuple[bool, str]:
+    def set_cluster_logger_level(self, name: str, level: str) -> list[str]:
+        """A standalone worker is its whole cluster (as Kafka's StandaloneHerder)."""
+        return self.loggers.set(name, level)
+
+    def health(self) -> Health:
         if self.worker is None or self._stopped:
-            return False, "Worker is starting or stopping"
-        return True, "Worker has completed startup and is ready to handle requests."
+            return Health("unhealthy", "Worker is starting or stopping")
+        return self._running_health()
+
+    def _running_health(self) -> Health:
+        """A started worker: unhealthy when its Kafka cluster does not answer, degraded
+        while any of its tasks is stalled."""
+        unreachable = self._w.transport.unreachable()
+        if unreachable is not None:
+            return Health("unhealthy", f"Worker cannot reach its Kafka cluster: {unreachable}",
+                          (unreachable,))
+        stalled = []
+        for tid, wt in sorted(self._w.tasks.items()):
+            stall = wt.counters.stall
+            if stall is not None:
+                since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stall.since_ms / 1000))
+                stalled.append(f"Task {tid} stalled since {since}: {stall.reason}")
+        if stalled:
+            return Health("degraded", f"{len(stalled)} task(s) of this worker cannot move "
+                          "records: " + stalled[0], tuple(stalled))
+        return Health("healthy", READY)
 
     # -- rebalances and groups (kctl extension) -------------------------------------------------
     def worker_group(self) -> str:

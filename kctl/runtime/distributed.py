@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
 from kctl.backoff import Backoff
 from kctl.errors import (
@@ -50,6 +50,8 @@ from kctl.group.history import (
 from kctl.group.messages import ErrorCode
 from kctl.group.protocol import GroupMember, MemberFailed, MemberState, StartWork, StopWork
 from kctl.runtime.abstract_herder import AbstractHerder
+from kctl.runtime.herder import Health
+from kctl.runtime.inter_worker import LoggerLevelSender, TaskConfigSender
 from kctl.runtime.lost_work import LostWork
 from kctl.runtime.plugins import Plugins
 from kctl.runtime.worker import Worker
@@ -69,6 +71,7 @@ from kctl.storage.configs import (
 )
 from kctl.storage.offsets import OffsetBackingStore
 from kctl.storage.status import StatusBackingStore
+from kctl.transport.base import GenerationWatch
 
 log = logging.getLogger(__name__)
 
@@ -80,25 +83,14 @@ QUEUED_WAIT_S = 0.8  # a request the herder cannot take up by then is answered 4
 RECONFIGURE_BACKOFF_S = 0.25
 JOIN_BACKOFF = Backoff(first=0.5, cap=10.0)  # a refused join is retried this often
 HISTORY_KEPT = 1000
-
 T = TypeVar("T")
 
 DriverFactory = Callable[[GroupMember[ConnectorsAndTasks]], GroupDriver[ConnectAssignment, ConnectorsAndTasks]]
 
 
-class TaskConfigSender(Protocol):
-    """Hands task configs a follower generated to the leader at `leader_url` (Kafka's
-    internal `POST /connectors/{name}/tasks`), signed with `key` when one is given;
-    raises when the leader does not take them. `kctl.rest.internal` carries it over HTTP."""
-
-    def __call__(self, leader_url: str, connector: str, configs: list[dict[str, str]],
-                 key: SessionKey | None) -> None: ...
-
-
 @dataclass(frozen=True)
 class Reconfigure:
-    """A connector asked for new task configs (from its own thread): the herder's own
-    event, queued with the config store's."""
+    """A connector asked for new task configs (its thread): queued with config events."""
 
     connector: str
 
@@ -115,8 +107,7 @@ class _Snapshot:
 
     @property
     def connectors(self) -> Mapping[str, int]:
-        configs = self.configs
-        return {name: len(configs.task_configs(name)) for name in configs.connector_names()}
+        return {n: len(self.configs.task_configs(n)) for n in self.configs.connector_names()}
 
     @property
     def config_offset(self) -> int:
@@ -138,6 +129,7 @@ class DistributedHerder(AbstractHerder):
                  status_store: StatusBackingStore, offset_store: OffsetBackingStore, *,
                  url: str, worker_config: WorkerConfig, driver_factory: DriverFactory,
                  send_task_configs: TaskConfigSender,
+                 set_logger_level: LoggerLevelSender | None = None,
                  clock: Callable[[], float] = time.time,
                  monotonic: Callable[[], float] = time.monotonic,
                  request_timeout_s: float = REQUEST_TIMEOUT_S):
@@ -146,7 +138,7 @@ class DistributedHerder(AbstractHerder):
         self.worker_config = worker_config
         self.protocol = worker_config.get_str("connect.protocol")
         self._driver_factory = driver_factory
-        self._send_to_leader = send_task_configs
+        self._send_to_leader, self._set_logger_level = send_task_configs, set_logger_level
         self._clock = clock  # wall time, for records
         self._monotonic = monotonic  # intervals: the join retry and reconfiguration delays
         self._request_timeout_s = request_timeout_s
@@ -165,6 +157,8 @@ class DistributedHerder(AbstractHerder):
         self._cannot_join: str | None = None  # why the group refused this worker
         self._join_attempts = 0
         self._retry_join_at: float | None = None
+        self._stalled: str | None = None
+        self._watch: GenerationWatch | None = None  # since when no generation completed
         self.history: deque[GenerationRecord] = deque(maxlen=HISTORY_KEPT)
         self.member: GroupMember[ConnectorsAndTasks] | None = None
         self._handler: ConnectHandler | None = None
@@ -240,11 +234,33 @@ class DistributedHerder(AbstractHerder):
             wait = min(wait, max(0.0, self._retry_join_at - self._monotonic()))
         for action in self._d.poll(wait):
             self._on_action(action)
+        self._watch_group()
         self._apply_events()
         if self._ready():
             self._maybe_rotate_session_key()
             self._run_requests()
             self._run_reconfigurations()
+
+    def _watch_group(self) -> None:
+        """No generation for longer than a round takes: say so, join again as a new member."""
+        if (m := self.member) is None:
+            return
+        self._watch = self._watch or GenerationWatch(
+            (2 * m.rebalance_timeout_ms + m.session_timeout_ms) / 1000, time.monotonic, time.time)
+        waited = self._watch.due(m.state is MemberState.STABLE or bool(self._cannot_join))
+        if waited is None:
+            if self._stalled is not None and m.state is MemberState.STABLE:
+                log.info("Worker completed a generation of its group again")
+                self._stalled = None
+            return
+        if self._stalled is None:
+            log.warning("Worker has completed no generation of its group since %s (state %s, "
+                        "leader %s); joining as a new member", self._watch.since,
+                        m.state.value, m.leader or "none")
+        self._stalled = (f"has completed no generation of its group since {self._watch.since} "
+                         f"(state {m.state.value}, leader {m.leader or 'none'})")
+        for action in getattr(self._d, "rejoin_afresh", lambda _: [])(self._stalled):
+            self._on_action(action)
 
     def _ready(self) -> bool:
         """Requests wait while the group rebalances: the leader and the assignment they
@@ -296,8 +312,8 @@ class DistributedHerder(AbstractHerder):
         self.history.append(record)
         if record.is_leader:
             self._lost_work.note(record)
-        log.info("Joined generation %d (leader %s): assigned %s, revoked %s", record.generation,
-                 record.leader, record.assigned.to_json(), record.revoked.to_json())
+        log.info("Joined generation %d (leader %s): assigned %s; revoked %s", record.generation,
+                 record.leader, *(str(w)[1:-1] or "nothing" for w in (record.assigned, record.revoked)))
 
     def _record_departure(self, stopped: ConnectorsAndTasks) -> None:
         """`rebalance history` tells a clean leave from a lost session by this note, and
@@ -392,6 +408,21 @@ class DistributedHerder(AbstractHerder):
                                 "(e.g. worker rebalance)")
         raise RequestTargetError("Cannot complete request because this worker is not the "
                                  "leader", self._leader_url)
+
+    def set_cluster_logger_level(self, name: str, level: str) -> list[str]:
+        """KIP-976: the leader sets it on every member (others forward to the leader)."""
+        def members() -> list[str]:
+            self._require_leader()
+            urls = (self._handler.member_urls if self._handler else {}).values()
+            return sorted(set(urls) - {self.url})
+
+        others = self._serially(members)
+        touched = super().set_cluster_logger_level(name, level)  # a bad level: 400 here
+        send = self._set_logger_level
+        for url in others if send is not None else ():
+            assert send is not None
+            send(url, name, level)
+        return touched
 
     # -- config changes, read back from the config topic ----------------------------------
     def _on_config_event(self, event: ConfigEvent) -> None:
@@ -769,14 +800,11 @@ class DistributedHerder(AbstractHerder):
                 f"'/connectors/{name}/stop' endpoint")
 
     # -- what the REST answers add in a cluster --------------------------------------------
-    def healthy(self) -> tuple[bool, str]:
-        if self.worker is None or self._stopped:
-            return False, "Worker is starting or stopping"
-        if self._cannot_join is not None:
-            return False, f"Worker {self._cannot_join}"
-        if self._driver is None or self._driver.assignment is None:
-            return False, "Worker has not yet joined its group"
-        return True, "Worker has completed startup and is ready to handle requests."
+    def health(self) -> Health:
+        joined = self._driver is not None and self._driver.assignment is not None
+        why = ("is starting or stopping" if self.worker is None or self._stopped else
+               self._cannot_join or self._stalled or (None if joined else "has not yet joined its group"))
+        return Health("unhealthy", f"Worker {why}") if why else self._running_health()
 
     def worker_group(self) -> str:
         return self.worker_config.get_str("group.id")

@@ -183,18 +183,20 @@ def describe_sink_group(herder: AbstractHerder, connector: str) -> dict[str, Any
     partitions = []
     for topic, part in sorted(set(ends) | set(committed)):
         offset, end = committed.get((topic, part)), ends.get((topic, part))
+        # an end below the committed offset is a broker's short answer: the lag is unknown
+        lag = None if end is None or end < (offset or 0) else end - (offset or 0)
         partitions.append({"topic": topic, "partition": part, "committed": offset, "end": end,
-                           "lag": None if end is None else end - (offset or 0)})
+                           "lag": lag})
     known = [p["lag"] for p in partitions if p["lag"] is not None]
     return {
         "group": group, "kind": "sink", "connector": connector,
         "state": status.state.value,
         "members": members, "partitions": partitions,
-        "lag": sum(known) if known else None,
+        "lag": sum(known) if known and len(known) == len(partitions) else None,
         "sources": {"members": "status topic (one member per sink task)",
                     "committed": "the group's committed offsets (OffsetFetch)",
-                    "end": "ListOffsets (a broker that answers short of the end, as the test "
-                           "broker does, understates lag)"},
+                    "end": "ListOffsets (where a broker answers an end below the committed "
+                           "offset, the lag is unknown)"},
         **({"error": problem} if problem else {}),
     }
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kctl.states import ConnectorInfo, ConnectorStatus, PluginInfo, TargetState, TaskStatus
@@ -19,14 +20,40 @@ if TYPE_CHECKING:
 
     from kctl.runtime.dlq import ReplayReport
     from kctl.runtime.groups import Groups
+    from kctl.runtime.loggers import Loggers
     from kctl.runtime.registry import SchemaRegistry
     from kctl.runtime.topics import ReadRequest
 
 __all__ = ["Herder", "SessionKey"]
 
 
+@dataclass(frozen=True)
+class Health:
+    """What `/health` answers (Kafka Connect's KIP-1017 statuses, and `degraded`): a worker
+    that runs but whose tasks cannot move records is up, and says which and why."""
+
+    status: str  # "healthy" | "degraded" | "unhealthy"
+    message: str
+    problems: tuple[str, ...] = ()
+
+    @property
+    def up(self) -> bool:
+        """Whether the worker serves (healthy or degraded)."""
+        return self.status != "unhealthy"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status, "message": self.message}
+        if self.problems:
+            out["problems"] = list(self.problems)
+        return out
+
+
+READY = "Worker has completed startup and is ready to handle requests."
+
+
 class Herder(ABC):
     worker_id: str
+    loggers: Loggers  # this worker's /admin/loggers
     # the worker's Schema Registry (schema.registry.enable), which REST serves; None when off
     schema_registry: SchemaRegistry | None = None
 
@@ -123,7 +150,18 @@ class Herder(ABC):
         """GET / : version, commit, kafka_cluster_id."""
 
     @abstractmethod
-    def healthy(self) -> tuple[bool, str]: ...
+    def set_cluster_logger_level(self, name: str, level: str) -> list[str]:
+        """KIP-976's `scope=cluster`: set logger `name` (and the loggers below it) to
+        `level` on every worker of the cluster; the names set here."""
+
+    @abstractmethod
+    def health(self) -> Health:
+        """Startup, the group (distributed), the Kafka connection, tasks that are stalled."""
+
+    def healthy(self) -> tuple[bool, str]:
+        """(up, message) of `health()`."""
+        h = self.health()
+        return h.up, h.message
 
     # -- between the workers of a cluster
 

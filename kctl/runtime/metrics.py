@@ -122,6 +122,10 @@ class WorkerCollector(Collector):
             "lag": _family(G, "sink-task-metrics", "partition-lag",
                            "Records the task is behind, per partition",
                            [*TASK, "topic", "partition"]),
+            "stalled": _family(G, "connector-task-metrics", "stalled-since-ms",
+                               "Since when the task has been unable to move records (its "
+                               "consumer group hands it nothing, its producer delivers "
+                               "nothing), ms since the epoch; 0: it is not stalled", TASK),
             "errors": _family(C, "task-error-metrics", "total-record-errors",
                               "Records that failed after any retries", TASK),
             "failures": _family(C, "task-error-metrics", "total-record-failures",
@@ -156,6 +160,7 @@ class WorkerCollector(Collector):
                 families["lag_max"].add_metric(labels, max(lag.values(), default=0))
                 for tp, behind in sorted(lag.items()):
                     families["lag"].add_metric([*labels, tp.topic, str(tp.partition)], behind)
+            families["stalled"].add_metric(labels, c.stall.since_ms if c.stall else 0)
             families["batches"].add_metric(labels, c.batches)
             families["batch_max"].add_metric(labels, c.batch_size_max)
             families["batch_avg"].add_metric(labels, c.polled / c.batches if c.batches else 0)

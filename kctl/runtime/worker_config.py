@@ -24,6 +24,7 @@ from kctl.runtime.class_data import MODES as CLASS_DATA_MODES
 # Worker keys read by name outside this module.
 BOOTSTRAP_SERVERS_CONFIG = "bootstrap.servers"
 EXACTLY_ONCE_SOURCE_SUPPORT_CONFIG = "exactly.once.source.support"
+REVOCATION_REJOIN_DELAY_CONFIG = "revocation.rejoin.delay.ms"
 
 DEFAULT_STATE_DIR = os.environ.get("KCTL_STATE_DIR", str(Path.home() / ".kctl" / "state"))
 
@@ -164,6 +165,14 @@ WORKER_CONFIG = (
     .define("scheduled.rebalance.max.delay.ms", ConfigType.INT, 300000, Range.at_least(0),
             Importance.LOW, "How long lost work waits for its worker to return (distributed).",
             group="Distributed")
+    .define(REVOCATION_REJOIN_DELAY_CONFIG, ConfigType.INT, 0, Range.at_least(0),
+            Importance.LOW,
+            "How long a worker that revoked work in a rebalance waits before it rejoins "
+            "(distributed). 0, Kafka's behaviour: at once. A group coordinator that answers "
+            "waiting SyncGroups only periodically can miss the revoking workers' rejoin "
+            "while the others' assignments are still on their way, so the join takes three "
+            "or four generations instead of two; a delay a little longer than that period "
+            "keeps it to two.", group="Distributed")
     .define("session.timeout.ms", ConfigType.INT, 10000, Range.at_least(1), Importance.HIGH,
             "A worker that sends no heartbeat for this long is dropped from the group and its "
             "work reassigned (distributed).", group="Distributed")

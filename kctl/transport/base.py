@@ -6,6 +6,7 @@ Kafka through confluent-kafka. The runtime never knows which one it talks to.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -147,6 +148,11 @@ class Producer(ABC):
     def flush(self, timeout: float | None = None) -> int:
         """Wait until every queued record is acknowledged or failed; returns how many remain."""
 
+    def unreachable(self) -> str | None:
+        """Why the log cannot be reached now, in one line (None: it can). Asks the cluster,
+        so `/health` tells the truth about the connection its tasks depend on."""
+        return None
+
     @abstractmethod
     def close(self) -> None: ...
 
@@ -201,8 +207,59 @@ def columns_of(records: Sequence[LogRecord]) -> list[RecordColumns]:
     return out
 
 
+@dataclass(frozen=True)
+class Stall:
+    """Why a consumer receives nothing although it should, since when (ms since the epoch):
+    what a task's status, `/health`, a metric and one log line tell until it recovers."""
+
+    reason: str
+    since_ms: int
+
+
+class GenerationWatch:
+    """Notices a group member that completes no generation for longer than `bound_s` (a
+    rebalance timeout plus a session: what a round may take): `due(stable)` returns the
+    seconds waited once the bound passed, then again after each further bound, else None;
+    `since_ms` is when the member last left a stable generation (wall clock)."""
+
+    def __init__(self, bound_s: float, clock: Callable[[], float],
+                 wall_clock: Callable[[], float]):
+        self.bound_s = bound_s
+        self._clock, self._wall_clock = clock, wall_clock
+        self._since: float | None = None
+        self._checked = 0.0
+        self.since_ms = 0
+
+    @property
+    def since(self) -> str:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.since_ms / 1000))
+
+    def due(self, stable: bool) -> float | None:
+        now = self._clock()
+        if stable:
+            self._since = None
+            return None
+        if self._since is None:
+            self._since = self._checked = now
+            self.since_ms = int(self._wall_clock() * 1000)
+            return None
+        if now - self._checked < self.bound_s:
+            return None
+        self._checked = now
+        return now - self._since
+
+
 class Consumer(ABC):
     """One consumer; `subscribe` joins a group whose partitions are shared by its members."""
+
+    def stall(self) -> Stall | None:
+        """Set while the consumer cannot get records it should (its group hands it nothing,
+        or its partitions grow while it fetches nothing) and is trying to recover."""
+        return None
+
+    def refetch(self, reason: str) -> None:
+        """Fetching stopped although the partitions grow: start fetching them again from
+        the positions reached (a transport whose fetching cannot stall ignores it)."""
 
     @abstractmethod
     def subscribe(self, topics: Sequence[str], *, on_assign: RebalanceCallback | None = None,
@@ -303,6 +360,11 @@ class Transport(ABC):
         """The transport's own admin client; with `config`, a new one made with these
         settings over the transport's base (a connector's, as Kafka Connect opens one on
         a connector's behalf), which the caller closes."""
+
+    def unreachable(self) -> str | None:
+        """Why the log cannot be reached now, in one line (None: it can). Asks the cluster,
+        so `/health` tells the truth about the connection its tasks depend on."""
+        return None
 
     @abstractmethod
     def close(self) -> None: ...

@@ -46,6 +46,7 @@ from kctl.transport.base import (
     ProducerRecord,
     RebalanceCallback,
     RecordColumns,
+    Stall,
     TopicSpec,
     Transport,
     column_rows,
@@ -84,6 +85,8 @@ CONSUMER_DEFAULTS = {
     "heartbeat.interval.ms": 1000,
     "partition.assignment.strategy": DEFAULT_STRATEGY,
 }
+log = logging.getLogger(__name__)
+
 # kctl-only keys that must not reach librdkafka.
 _PRIVATE = ("kctl.",)
 
@@ -299,6 +302,7 @@ class KafkaConsumer(Consumer):
         self._start_at: dict[TopicPartition, int] = {}
         self._pause_at: list[KTP] = []
         self._assignment: set[TopicPartition] = set()
+        self._paused: set[TopicPartition] = set()
         self._closed = False
 
     def subscribe(self, topics: Sequence[str], *, on_assign: RebalanceCallback | None = None,
@@ -317,6 +321,27 @@ class KafkaConsumer(Consumer):
                                           topics, self._conf, self._partition_counts,
                                           security=security_settings(self._conf))
         self._group.start()
+
+    def stall(self) -> Stall | None:
+        return self._group.stall if self._group is not None else None
+
+    def refetch(self, reason: str) -> None:
+        """A new librdkafka client for the same partitions, from the positions reached
+        (`stall`'s other half: partitions that grow while nothing is fetched)."""
+        positions = {tp: self.position(tp) for tp in sorted(self._assignment)}
+        log.warning("consumer of group %s: %s; fetching %s again from a new client",
+                    self._conf.get("group.id"), reason,
+                    ", ".join(f"{tp}@{off}" for tp, off in positions.items()))
+        old, self._c = self._c, KConsumer(_clean(self._conf))
+        try:
+            old.close()
+        except KafkaException as e:
+            log.info("closing the stalled client failed: %s", e)
+        if positions:
+            self._c.assign([KTP(tp.topic, tp.partition, off) for tp, off in positions.items()])
+        paused = [KTP(tp.topic, tp.partition) for tp in self._paused & self._assignment]
+        if paused:
+            self._c.pause(paused)
 
     def _rebalance(self) -> None:
         """Run what the group handed over: revocations first, in order, each acknowledged
@@ -457,6 +482,8 @@ class KafkaConsumer(Consumer):
             raise TransportError(f"offset commit failed: {e}") from e
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        partitions = list(partitions)
+        self._paused.update(partitions)
         parts = [KTP(p.topic, p.partition) for p in partitions]
         if self._assigning:  # inside on_assign: paused once librdkafka has them
             self._pause_at.extend(parts)
@@ -464,6 +491,8 @@ class KafkaConsumer(Consumer):
             self._c.pause(parts)
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        partitions = list(partitions)
+        self._paused.difference_update(partitions)
         parts = [KTP(p.topic, p.partition) for p in partitions]
         if parts:
             self._c.resume(parts)
@@ -608,6 +637,17 @@ class KafkaTransport(Transport):
             return self._admin._a.list_topics(timeout=5).cluster_id or "kafka"
         except KafkaException:
             return "kafka"
+
+    def unreachable(self, timeout: float = 3.0) -> str | None:
+        """A metadata request answered within `timeout`, or why not (its clients' last
+        connection error: a refused certificate, a name that does not resolve)."""
+        try:
+            self._admin._a.list_topics(timeout=timeout)
+        except KafkaException as e:
+            err = e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
+            return self.reachability.explain("no answer to a metadata request", err)
+        self.reachability.last_ok = True
+        return None
 
     def producer(self, config: Mapping[str, Any] | None = None) -> Producer:
         return KafkaProducer(_clean({**self._base, **PRODUCER_DEFAULTS, **(config or {})}))

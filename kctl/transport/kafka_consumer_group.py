@@ -12,6 +12,11 @@ the work it is handed (partitions to start and stop) waits for the consumer's ow
 which runs the rebalance callbacks in `poll`, as Kafka's consumer does. A revocation holds
 the member's next JoinGroup until the consumer's thread has run its callback, so no
 partition is fetched by two members at once.
+
+A member that completes no generation for longer than twice a rebalance may take (the
+rebalance timeout, `max.poll.interval.ms`, plus a session) is stalled: it says so (`stall`,
+which the sink task turns into its status note, `/health` and a metric) and joins again as
+a new member, until a generation completes.
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ from kctl.api.records import TopicPartition
 from kctl.group.consumer_coordinator import ASSIGNMENT_STRATEGY_CONFIG, ConsumerHandler
 from kctl.group.history import GenerationCompleted
 from kctl.group.messages import ErrorCode
-from kctl.group.protocol import GroupMember, MemberFailed, StartWork, StopWork
+from kctl.group.protocol import GroupMember, MemberFailed, MemberState, StartWork, StopWork
 from kctl.transport.assignor_plugins import assignment_strategy
+from kctl.transport.base import GenerationWatch, Stall
 from kctl.transport.kafka_group import CONSUMER_CODEC, BrokerGroupDriver
 
 log = logging.getLogger(__name__)
@@ -62,7 +68,9 @@ class ConsumerGroupMember:
 
     def __init__(self, bootstrap: str, group_id: str, topics: Sequence[str],
                  config: Mapping[str, Any], partition_counts: Callable[[], Mapping[str, int]],
-                 *, security: Mapping[str, Any] | None = None):
+                 *, security: Mapping[str, Any] | None = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 wall_clock: Callable[[], float] = time.time):
         self.group_id = group_id
         self._counts = partition_counts
         assignors = assignment_strategy(config.get(ASSIGNMENT_STRATEGY_CONFIG) or DEFAULT_STRATEGY)
@@ -84,6 +92,10 @@ class ConsumerGroupMember:
         self._thread = threading.Thread(target=self._run, name=f"group-{group_id}", daemon=True)
         self._seen_counts: dict[str, int] = {}
         self.failure: str | None = None
+        self.stall: Stall | None = None
+        self._watch_generations = GenerationWatch(
+            (2 * self.rebalance_timeout_ms + self.member.session_timeout_ms) / 1000,
+            clock, wall_clock)
 
     # -- from the consumer's thread --------------------------------------------------------
     def start(self) -> None:
@@ -138,9 +150,30 @@ class ConsumerGroupMember:
                 if time.monotonic() >= next_check:
                     next_check = time.monotonic() + METADATA_CHECK_S
                     self._check_metadata()
+                self._watch()
             except Exception as e:  # the thread must outlive a broker that comes and goes
                 log.warning("group %s: %s", self.group_id, e)
                 self._closing.wait(1.0)
+
+    def _watch(self) -> None:
+        """Notice a member that completes no generation (see the module docstring)."""
+        stable = self.member.state is MemberState.STABLE
+        waited = self._watch_generations.due(stable)
+        if stable and self.stall is not None:
+            log.info("group %s: member %s completed generation %d; receiving again",
+                     self.group_id, self.member.member_id, self.member.generation)
+            self.stall = None
+        if waited is None:
+            return
+        if self.stall is None:
+            self.stall = Stall(
+                f"consumer group {self.group_id} has given this consumer no partitions: no "
+                f"generation completed in {waited:.0f} s (state {self.member.state.value}, "
+                f"leader {self.member.leader or 'unknown'}); joining again as a new member",
+                self._watch_generations.since_ms)
+            log.warning("group %s: %s", self.group_id, self.stall.reason)
+        for action in self.driver.rejoin_afresh(f"no generation completed in {waited:.0f} s"):
+            self._on_action(action)
 
     def _on_action(self, action: Any) -> None:
         if isinstance(action, StopWork):

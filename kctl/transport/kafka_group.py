@@ -9,7 +9,10 @@ start and stop. It decides nothing itself, so what `kctl rebalance explain` simu
 what a group on a broker does.
 
 One thread drives it (`poll`, like Kafka's WorkerGroupMember.poll from the herder's
-tick); kafka-python's network runs on its own I/O thread.
+tick); kafka-python's network runs on its own I/O thread. With `heartbeat_thread`, a
+thread of its own sends a stable member's heartbeats while that thread is busy elsewhere
+(Kafka's HeartbeatThread, KIP-62): a worker starting or stopping many tasks keeps its
+session; everything else still waits for `poll`.
 """
 
 from __future__ import annotations
@@ -45,8 +48,11 @@ from kctl.group.messages import (
 )
 from kctl.group.protocol import (
     GroupMember,
+    HeartbeatDue,
+    JoinAfresh,
     Leave,
     MemberFailed,
+    MemberState,
     RequestRejoin,
     ScheduleTimer,
     Send,
@@ -142,9 +148,15 @@ class BrokerGroupDriver:
                  codec: GroupCodec[Any, Any], *, request_timeout_ms: int = 30_000,
                  security: Mapping[str, Any] | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], float] = time.time):
+                 wall_clock: Callable[[], float] = time.time, heartbeat_thread: bool = False):
         self.group_id = group_id
         self.member = member
+        self._lock = threading.RLock()  # the member and the requests: poll's and heartbeats'
+        self._polling = False
+        self._closed = threading.Event()
+        self._heartbeats = threading.Thread(target=self._heartbeat_loop, daemon=True,
+                                            name=f"heartbeat-{group_id}") \
+            if heartbeat_thread else None
         self.codec = codec
         self.request_timeout_ms = request_timeout_ms
         self._clock = clock
@@ -180,11 +192,32 @@ class BrokerGroupDriver:
             raise TransportError(f"cannot reach the Kafka cluster at {self._bootstrap} to join "
                                  f"group {self.group_id} (security.protocol={protocol}): "
                                  f"{e}") from e
-        self._act(self.member.handle(Start(), self._now()))
+        with self._lock:
+            self._act(self.member.handle(Start(), self._now()))
+        if self._heartbeats is not None:
+            self._heartbeats.start()
+
+    def _heartbeat_loop(self) -> None:
+        """Heartbeats (and their answers) while the polling thread is busy elsewhere."""
+        while not self._closed.wait(0.1):
+            if self._polling:
+                continue
+            with self._lock:
+                if self._polling or self._client is None:
+                    continue
+                self._handle_answers(only=Heartbeat)
+                m = self.member
+                if m.state is MemberState.STABLE and m.next_heartbeat_ms is not None and \
+                        self._now() >= m.next_heartbeat_ms:
+                    self._act(m.handle(HeartbeatDue(), self._now()))
 
     def leave(self, reason: str = "shutting down", timeout: float = 5.0) -> list[MemberAction]:
         """Stop cleanly: what the member owned is returned as work to stop, and the
         coordinator is told at once (no session timeout to wait for)."""
+        with self._lock:
+            return self._leave(reason, timeout)
+
+    def _leave(self, reason: str, timeout: float) -> list[MemberAction]:
         # answers to what is in flight no longer concern a member that has left
         self._inflight = [f for f in self._inflight if isinstance(f.request, LeaveGroup)]
         self._held = []
@@ -197,13 +230,29 @@ class BrokerGroupDriver:
             work += self.poll(min(0.1, max(0.0, deadline - time.monotonic())))
         return work
 
+    def rejoin_afresh(self, reason: str) -> list[MemberAction]:
+        """Give up a membership that completes no generation and join again as a new
+        member, without a LeaveGroup: the coordinator expires the old one a session later,
+        as a member that vanished (a leader that leaves while its group re-forms stays the
+        test broker's leader for good; one that expires does not). What it owned is
+        returned as work to stop, lost."""
+        with self._lock:
+            self._inflight = [f for f in self._inflight if isinstance(f.request, LeaveGroup)]
+            self._held, self._holding = [], False
+            self._act(self.member.handle(JoinAfresh(reason), self._now()))
+            return self._take_work()
+
     def close(self) -> None:
+        self._closed.set()
+        if self._heartbeats is not None and self._heartbeats.is_alive():
+            self._heartbeats.join(5)
         if self._client is not None:
             self._client.close()
             self._client = None
 
     def request_rejoin(self, reason: str) -> None:
-        self._act(self.member.handle(RequestRejoin(reason), self._now()))
+        with self._lock:
+            self._act(self.member.handle(RequestRejoin(reason), self._now()))
 
     def wakeup(self) -> None:
         """End a `poll` early (another thread has something for the polling thread)."""
@@ -269,21 +318,27 @@ class BrokerGroupDriver:
         MemberFailed actions for the application, in order, and a GenerationCompleted
         with this worker's record of each generation it completes."""
         deadline = time.monotonic() + timeout
-        self._release()
-        while True:
-            self._wake.clear()
-            self._handle_answers()
-            self._act(self.member.poll(self._now()))
-            if self._work or time.monotonic() >= deadline:
-                return self._take_work()
-            wait = deadline - time.monotonic()
-            due = self.member.next_deadline()
-            if due is not None:
-                wait = min(wait, max(0.0, (due - self._now()) / 1000))
-            retry = [f.retry_at for f in self._inflight if f.retry_at is not None]
-            if retry:
-                wait = min(wait, max(0.0, min(retry) - time.monotonic()))
-            self._wake.wait(max(wait, 0.0))
+        self._polling = True
+        try:
+            with self._lock:
+                self._release()
+            while True:
+                with self._lock:
+                    self._wake.clear()
+                    self._handle_answers()
+                    self._act(self.member.poll(self._now()))
+                    if self._work or time.monotonic() >= deadline:
+                        return self._take_work()
+                    wait = deadline - time.monotonic()
+                    due = self.member.next_deadline()
+                    if due is not None:
+                        wait = min(wait, max(0.0, (due - self._now()) / 1000))
+                    retry = [f.retry_at for f in self._inflight if f.retry_at is not None]
+                    if retry:
+                        wait = min(wait, max(0.0, min(retry) - time.monotonic()))
+                self._wake.wait(max(wait, 0.0))
+        finally:
+            self._polling = False
 
     def _release(self) -> None:
         """The application is back in poll, so it has stopped the work returned before:
@@ -420,9 +475,12 @@ class BrokerGroupDriver:
         raise TransportError(f"group {self.group_id}: cannot send {request!r}")
 
     # -- answers -------------------------------------------------------------------------------
-    def _handle_answers(self) -> None:
+    def _handle_answers(self, only: type | None = None) -> None:
+        """The answers that arrived (`only`: to requests of that type)."""
         now = time.monotonic()
         for entry in list(self._inflight):
+            if only is not None and not isinstance(entry.request, only):
+                continue
             if entry.retry_at is not None:
                 if now >= entry.retry_at:
                     self._send(entry.request, entry)

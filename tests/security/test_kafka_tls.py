@@ -126,3 +126,25 @@ def test_group_describe_asks_a_tls_broker_with_the_workers_settings(tls_broker, 
     assert "broker_error" not in described, described["broker_error"]
     [member] = described["members"]
     assert described["broker_members"] == [member["member_id"]]
+
+
+def test_a_worker_that_cannot_reach_its_cluster_is_not_healthy_and_says_why(tmp_path, tls_broker,
+                                                                           tls_files):
+    """A worker whose truststore holds another CA runs (its stores are files) but reaches
+    nothing: `/health` answers 503 naming the cluster and the refused handshake, not
+    "healthy" while its tasks fail. With the right CA the same worker is healthy."""
+    import httpx
+
+    settings = {"bootstrap.servers": tls_broker.bootstrap,
+                "security.protocol": "SSL", "ssl.truststore.location": str(tls_files.other_ca)}
+    with running_worker(tmp_path / "wrong", settings) as w:
+        health = w.herder.health()
+        assert health.status == "unhealthy", health
+        assert f"cannot reach the Kafka cluster at {tls_broker.bootstrap}" in health.message
+        r = httpx.get(f"{w.rest.url}/health", timeout=10)
+        assert r.status_code == 503
+        assert r.json()["status"] == "unhealthy"
+        assert "cannot reach its Kafka cluster" in r.json()["message"]
+    with running_worker(tmp_path / "right", {**settings, **tls(tls_files)}) as w:
+        r = httpx.get(f"{w.rest.url}/health", timeout=10)
+        assert (r.status_code, r.json()["status"]) == (200, "healthy"), r.json()

@@ -20,7 +20,14 @@ REBALANCE_MS = 6000  # a member stopping tasks (up to 2 s each) still rejoins in
 # Sink tasks' consumer groups, test-sized: the test broker completes a JoinGroup half a
 # session timeout after the first member's, so the default 10 s made every sink group round
 # 5 s (the worker's `consumer.` prefix sets the sink consumers' defaults).
-SINK_CONSUMERS = {"consumer.session.timeout.ms": 4000, "consumer.heartbeat.interval.ms": 500}
+# (max.poll.interval.ms is also how long a sink consumer's member may go without completing a
+# generation before it joins again as a new member)
+SINK_CONSUMERS = {"consumer.session.timeout.ms": 4000, "consumer.heartbeat.interval.ms": 500,
+                  "consumer.max.poll.interval.ms": 10000}
+# The test broker answers a waiting SyncGroup once a second: a worker that revoked work
+# rejoins a little later, so the others' assignments of that generation arrive first and a
+# join takes Kafka's two generations, not three or four.
+REJOIN_DELAY_MS = 1200
 
 
 def cluster_settings(bootstrap: str, group: str, **extra: Any) -> dict[str, Any]:
@@ -34,6 +41,7 @@ def cluster_settings(bootstrap: str, group: str, **extra: Any) -> dict[str, Any]
         "status.storage.partitions": 2, "topic.creation.default.replication.factor": 1,
         "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 500,
         "rebalance.timeout.ms": REBALANCE_MS, "scheduled.rebalance.max.delay.ms": 0,
+        "revocation.rejoin.delay.ms": REJOIN_DELAY_MS,
         "offset.flush.interval.ms": 200, "task.shutdown.graceful.timeout.ms": 2000,
         "spark.master": "local[1]", "spark.driver.memory": "512m",
         "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",

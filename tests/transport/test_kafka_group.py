@@ -334,3 +334,35 @@ def test_a_dead_workers_work_waits_for_the_delay_then_goes_to_the_survivors(kafk
         for w in (w1, w2):
             w.driver.leave()
             w.driver.close()
+
+
+@pytest.mark.parametrize("heartbeat_thread", [True, False])
+def test_a_worker_busy_past_its_session_keeps_it_only_with_a_heartbeat_thread(
+        kafka_broker, heartbeat_thread):
+    """A worker whose polling thread is busy (starting and stopping many tasks) for three
+    session timeouts: with the heartbeat thread (what `kctl worker start` runs) the
+    coordinator still hears from it and the other worker's heartbeats find no rebalance;
+    without it, the coordinator drops it and the group rebalances."""
+    import time
+
+    group = f"busy-{uuid.uuid4().hex[:8]}"
+    w1 = new_worker(kafka_broker.bootstrap, group, "w1", "sessioned")
+    w2 = new_worker(kafka_broker.bootstrap, group, "w2", "sessioned")
+    w1.driver = BrokerGroupDriver(kafka_broker.bootstrap, group, w1.member, CONNECT_CODEC,
+                                  heartbeat_thread=heartbeat_thread)
+    try:
+        for w in (w1, w2):
+            w.driver.start()
+        settle([w1, w2])
+        generation = w1.member.generation
+        until = time.monotonic() + 3 * SESSION_MS / 1000
+        while time.monotonic() < until:  # w1 is busy: only w2 polls
+            w2.apply(w2.driver.poll(0.05))
+        for _ in range(20):  # then both poll for a moment, as after the busy spell
+            for w in (w1, w2):
+                w.apply(w.driver.poll(0.05))
+        kept = w2.member.generation == generation and w2.member.state is MemberState.STABLE
+        assert kept is heartbeat_thread, (generation, w2.member.generation, w2.member.state)
+    finally:
+        for w in (w1, w2):
+            w.driver.close()

@@ -71,6 +71,7 @@ class TaskCounters:
     commit_seconds: float = 0.0
     commit_seconds_max: float = 0.0
     lag: dict[Any, int] = field(default_factory=dict)  # sink: partition -> records behind
+    stall: Any = None  # kctl.transport.base.Stall while the task cannot move records
 
     def batch(self, n: int) -> None:
         self.polled += n
@@ -136,6 +137,23 @@ class WorkerTask:
     def _report(self, state: State, trace: str | None = None) -> None:
         if not self._abandoned:
             self.status.on_task_state(self.id, state, trace)
+
+    def note_stall(self, stall: Any) -> None:
+        """Tell once that the task cannot move records (`stall`, a transport `Stall`), and
+        once that it can again (None): a note on its RUNNING status saying why and since
+        when, `/health` (which reads `counters.stall`), a metric and one log line."""
+        if stall == self.counters.stall:
+            return
+        before, self.counters.stall = self.counters.stall, stall
+        if stall is not None:
+            since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stall.since_ms / 1000))
+            log.warning("Task %s is stalled since %s: %s", self.id, since, stall.reason)
+            if not self._paused and not self.stopping:
+                self._report(State.RUNNING, f"Stalled since {since}: {stall.reason}")
+        elif before is not None:
+            log.info("Task %s moves records again", self.id)
+            if not self._paused and not self.stopping:
+                self._report(State.RUNNING)
 
     @property
     def stopping(self) -> bool:

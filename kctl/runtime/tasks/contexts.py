@@ -91,9 +91,11 @@ class _SinkTaskContext:
         return set(self._owner.consumer.assignment())
 
     def pause(self, *partitions: TopicPartition) -> None:
+        self._owner.task_paused.update(partitions)
         self._owner.consumer.pause(partitions)
 
     def resume(self, *partitions: TopicPartition) -> None:
+        self._owner.task_paused.difference_update(partitions)
         self._owner.consumer.resume(partitions)
 
     def request_commit(self) -> None:

@@ -45,11 +45,15 @@ from kctl.transport.base import (
     Consumer,
     LogRecord,
     RecordColumns,
+    Stall,
 )
 
 log = logging.getLogger(__name__)
 
 LAG_CHECK_INTERVAL_S = 5.0  # how often a sink task asks for its partitions' end offsets
+# Partitions that have records to read and none arrive for this long: the fetching has
+# stalled (a consumer that fetches waits fetch.wait.max.ms, well under a second)
+FETCH_STALL_S = 30.0
 
 
 class WorkerSinkTask(WorkerTask):
@@ -100,6 +104,9 @@ class WorkerSinkTask(WorkerTask):
         self._subscribed: set[str] = set()
         self.records_put = 0
         self._columnar_ok: bool | None = None
+        self.task_paused: set[TopicPartition] = set()  # by the task (its context's pause)
+        self._last_records = self.clock()
+        self._fetch_stall: Stall | None = None
 
     def initialize_and_start(self) -> None:
         self.task.initialize(_SinkTaskContext(self))
@@ -186,6 +193,8 @@ class WorkerSinkTask(WorkerTask):
             self._apply_rewinds()
             read = sum(map(len, polled))
             if polled:
+                self._last_records = self.clock()
+                self._fetch_stall = None
                 self.counters.batch(read)
                 self._deliver_columns(polled)
             else:
@@ -195,6 +204,8 @@ class WorkerSinkTask(WorkerTask):
             self._apply_rewinds()
             read = len(batch)
             if batch:
+                self._last_records = self.clock()
+                self._fetch_stall = None
                 self.counters.batch(read)
                 self._deliver(batch)
             else:
@@ -207,7 +218,9 @@ class WorkerSinkTask(WorkerTask):
             next_commit = self.clock() + self.commit_interval
         if now >= next_lag_check:
             self._measure_lag()
+            self._check_fetching(now)
             next_lag_check = now + LAG_CHECK_INTERVAL_S
+        self.note_stall(self.consumer.stall() or self._fetch_stall)
         if self.topics_regex is not None and now >= next_topic_scan:
             self._subscribe()
             next_topic_scan = now + 5
@@ -237,6 +250,32 @@ class WorkerSinkTask(WorkerTask):
             return
         self.counters.lag = {tp: max(0, ends[tp] - pos) for tp, pos in positions.items()
                              if tp in ends}
+
+    def _check_fetching(self, now: float) -> None:
+        """Partitions behind their end while nothing arrived for FETCH_STALL_S: the
+        consumer fetches again from a new client, and the task says it is stalled until
+        records come."""
+        if now - self._last_records < FETCH_STALL_S:
+            self._fetch_stall = None
+            return
+        behind = sorted(tp for tp, n in self.counters.lag.items()
+                        if n > 0 and tp not in self.task_paused)
+        if not behind:
+            self._fetch_stall = None
+            return
+        idle = now - self._last_records
+        if self._fetch_stall is None:
+            self._fetch_stall = Stall(
+                f"{', '.join(map(str, behind))} have "
+                f"{sum(self.counters.lag[tp] for tp in behind)} records to read and none "
+                f"arrived in {idle:.0f} s; fetching them again from a new client",
+                int(time.time() * 1000 - idle * 1000))
+        self._last_records = now  # the next attempt gets as long
+        try:
+            self.consumer.refetch(f"nothing fetched in {idle:.0f} s while "
+                                  f"{', '.join(map(str, behind))} have records")
+        except Exception as e:  # the next check tries again
+            log.warning("Task %s: fetching again failed: %s", self.id, e)
 
     def _convert(self, rec: LogRecord) -> Any:
         op = self.operator

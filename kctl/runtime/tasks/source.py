@@ -49,9 +49,20 @@ from kctl.transport.base import (
     Consumer,
     Producer,
     ProducerRecord,
+    Stall,
 )
 
 log = logging.getLogger(__name__)
+
+# Records in flight and no acknowledgement for this long: the producer cannot deliver
+# (an acknowledgement takes milliseconds; librdkafka retries for delivery.timeout.ms)
+DELIVERY_STALL_S = 30.0
+# Records (or columnar batches) sent and not yet acknowledged, at most: a task that produces
+# faster than the cluster acknowledges waits, as Kafka's producer blocks when its buffer is
+# full, so a stop's final flush has about a second of acknowledgements to wait for, not the
+# million records librdkafka would queue (an unthrottled DataGen task then outlived its
+# shutdown timeout at every routine revocation)
+MAX_IN_FLIGHT = 100_000
 
 
 class WorkerSourceTask(WorkerTask):
@@ -102,6 +113,8 @@ class WorkerSourceTask(WorkerTask):
         self.records_sent = 0
         self.columns_sent = 0  # of records_sent, how many went as columns
         self._columnar_ok: bool | None = None
+        self._acked_seen = 0
+        self._acked_at = self.clock()
         self.positions: SourcePositions = ExactlyOncePositions(
             task_id, offset_writer=offset_writer, commit_timeout=self.commit_timeout,
             log_reader=log_reader, stored_offsets=stored_offsets,
@@ -144,13 +157,35 @@ class WorkerSourceTask(WorkerTask):
             self._send(records)
         self.idle_release.tick(moved)
         self.producer.poll(0)
+        while self.submitted.in_flight >= MAX_IN_FLIGHT and not self.stopping \
+                and self._produce_error is None:
+            self.producer.poll(0.05)
+            self._check_delivery()
         if self._produce_error is not None:
             raise ConnectError(f"Failed to produce records: {self._produce_error}") \
                 from self._produce_error
         if self.clock() >= self._next_commit:
             self.commit_offsets(wait=False)
             self._next_commit = self.clock() + self.commit_interval
+        self._check_delivery()
         return moved
+
+    def _check_delivery(self) -> None:
+        """Records sent and none acknowledged for DELIVERY_STALL_S: the producer cannot
+        deliver (the cluster is unreachable, the topic refuses them), and the task says so
+        until acknowledgements come again (the producer keeps retrying)."""
+        now = self.clock()
+        submitted = self.submitted
+        if submitted.in_flight == 0 or submitted.acked != self._acked_seen:
+            self._acked_seen, self._acked_at = submitted.acked, now
+            self.note_stall(None)
+            return
+        waited = now - self._acked_at
+        if waited >= DELIVERY_STALL_S and self.counters.stall is None:
+            self.note_stall(Stall(
+                f"{submitted.in_flight} sends to the Kafka cluster are not acknowledged and "
+                f"none was in {waited:.0f} s; the producer keeps trying",
+                int(time.time() * 1000 - waited * 1000)))
 
     def _send(self, items: Sequence[SourceRecord | SourceBatch]) -> None:
         records: list[SourceRecord] = []

@@ -24,6 +24,7 @@ class SubmittedRecords:
         self._partitions: dict[tuple, Mapping[str, Any]] = {}
         self._committable: dict[tuple, Mapping[str, Any]] = {}
         self.in_flight = 0
+        self.acked = 0  # ever: a task whose count stands still while records wait is stalled
 
     def submit(self, record: SourceRecord) -> list:
         return self._submit(record.source_partition, record.source_offset)
@@ -47,6 +48,7 @@ class SubmittedRecords:
         if not entry[1]:
             entry[1] = True
             self.in_flight -= 1
+            self.acked += 1
 
     def committable(self) -> dict[tuple, tuple[Mapping[str, Any], Mapping[str, Any]]]:
         """Pop acked prefixes; return {key: (partition, latest offset)} that advanced."""

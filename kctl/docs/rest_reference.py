@@ -11,6 +11,7 @@ def openapi_document() -> dict[str, Any]:
     routes are assembled over a herder that is never called."""
     from kctl.rest.app import create_app
     from kctl.runtime.herder import Herder
+    from kctl.runtime.loggers import Loggers
 
     def unavailable(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("the documentation's herder runs nothing")
@@ -19,6 +20,7 @@ def openapi_document() -> dict[str, Any]:
     herder_type = type("DocumentationHerder", (Herder,), dict.fromkeys(abstract, unavailable))
     herder = herder_type()
     herder.worker_id = "documentation"
+    herder.loggers = Loggers()
     return create_app(herder).openapi()
 
 

@@ -105,8 +105,10 @@ def test_all_plugins_lists_every_type_and_any_plugin_resolves_each():
     assert {"FileSourceConnector"} <= by_type["source"] and {"FileSinkConnector"} <= by_type["sink"]
     assert {"CastValue", "RegexRouter", "Filter"} <= by_type["transformation"]
     assert by_type["predicate"] == {"TopicNameMatches", "HasHeaderKey", "RecordIsTombstone"}
-    assert by_type["converter"] == by_type["header_converter"] == {
+    assert by_type["header_converter"] == {
         "JsonConverter", "StringConverter", "ByteArrayConverter"}
+    assert by_type["converter"] == by_type["header_converter"] | {
+        "AvroConverter", "JsonSchemaConverter", "ProtobufConverter"}
     assert p.any_plugin("Cast$Value")[0] == "transformation"
     assert p.any_plugin("org.apache.kafka.connect.transforms.predicates.HasHeaderKey")[0] \
         == "predicate"

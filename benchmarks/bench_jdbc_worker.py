@@ -5,7 +5,8 @@ worker process, insert and upsert, at least half the JdbcSink task benchmark's r
 same run, and at least 0.15 of psql's \\copy for orders, 0.25 for clicks).
 
     python benchmarks/bench_jdbc_worker.py [--records 1000000] [--runs 1] [--quick]
-        [--table orders|clicks] [--url jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres]
+        [--table orders|clicks] [--converter json|avro]
+        [--url jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres]
 
 A PostgreSQL table of N rows in a scratch database. `orders` (the default) is a realistic
 row: id BIGINT PRIMARY KEY, name TEXT, amount NUMERIC(12,2), at TIMESTAMP(3), ok BOOLEAN;
@@ -13,8 +14,9 @@ row: id BIGINT PRIMARY KEY, name TEXT, amount NUMERIC(12,2), at TIMESTAMP(3), ok
 page TEXT, ms INTEGER, ok BOOLEAN). Each target is checked against its source, value by value:
 
 - **worker path**: one standalone `kctl worker start` process (embedded log, spark.master
-  local[2], JsonConverter with schemas: every record keyed by its primary key, as JdbcSource
-  writes them). JdbcSource in bulk mode copies the table to a topic while JdbcSink writes
+  local[2], JsonConverter with schemas, or with `--converter avro` Confluent's AvroConverter
+  against the worker's own Schema Registry: every record keyed by its primary key, as
+  JdbcSource writes them). JdbcSource in bulk mode copies the table to a topic while JdbcSink writes
   the topic into a new table (auto.create), `insert` (at_least_once) or `upsert`
   (pk.mode record_value on id, new keys). Timed from the two connectors' creation until
   the target table holds N rows; checked after: every id exactly once. A 20k-row pipeline
@@ -38,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _results
 import bench_jdbc_sink
 import pyarrow as pa
 from _cluster import (
@@ -143,11 +146,15 @@ def count(db: Database, table: str) -> int:
         return 0
 
 
-def start_worker(work: Path, profile: str | None) -> SpiedWorker:
+CONVERTERS = {"json": "JsonConverter", "avro": "io.confluent.connect.avro.AvroConverter"}
+
+
+def start_worker(work: Path, profile: str | None, converter: str = "json") -> SpiedWorker:
     worker = SpiedWorker(work, profile)
     (work / "worker.yaml").write_text(json.dumps({
         "state.dir": str(work / "state"), "listeners": LISTENER,
-        "spark.master": "local[2]", "spark.driver.memory": "2g"}))
+        "spark.master": "local[2]", "spark.driver.memory": "2g",
+        "key.converter": CONVERTERS[converter], "value.converter": CONVERTERS[converter]}))
     # offset.flush.interval.ms stays at its default (10 s): a sink's offset commit writes
     # everything it has buffered, so committing every second makes JdbcSink write small
     # batches (a Spark job each)
@@ -209,7 +216,12 @@ def main() -> None:
     parser.add_argument("--profile", metavar="PREFIX",
                         help="run the worker under py-spy (raw collapsed stacks in PREFIX, "
                              "for profile_summary.py; pip install py-spy)")
+    parser.add_argument("--converter", choices=tuple(CONVERTERS), default="json",
+                        help="the worker's key and value converter: json (JsonConverter with "
+                             "schemas, the default) or avro (AvroConverter, the worker's own "
+                             "Schema Registry)")
     parser.add_argument("--url", default="jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres")
+    _results.add_arguments(parser)
     args = parser.parse_args()
     n = args.records or (50_000 if args.quick else 1_000_000)
     modes = [m for m in args.modes.split(",") if m]
@@ -225,7 +237,7 @@ def main() -> None:
                   f"rows x 5 columns ({kind}: "
                   f"{ORDERS if kind == 'orders' else COLUMNS}); {os.cpu_count()} CPU(s); python "
                   f"{sys.version.split()[0]}", flush=True)
-            worker = start_worker(work, args.profile)
+            worker = start_worker(work, args.profile, args.converter)
             try:
                 t = time.perf_counter()
                 while not spark_ready(work) and time.perf_counter() - t < 300:
@@ -293,16 +305,28 @@ def main() -> None:
             print(f"  COPY FROM STDIN (psql \\copy): {copy_s:.2f} s ({n / copy_s:,.0f} rows/s)")
     finally:
         db.drop()
-    print("\nresults (best runs):")
+    print(f"\nresults (best runs, {args.converter} converter):")
     goal = COPY_TARGET[kind]
+    figures = []
     for mode in modes:
         best = min(pipeline_s[mode])
         to_task = task_s[mode] / best
         to_copy = copy_s / best
+        figures += [
+            _results.Figure(f"table -> topic -> table through a worker, {mode}", round(n / best),
+                            "rows/s", _results.Baseline("psql \\copy, same run", round(n / copy_s)),
+                            round(to_copy, 3), f">= {goal} of \\copy"),
+            _results.Figure(f"the same against the JdbcSink task alone, {mode}", round(n / best),
+                            "rows/s", _results.Baseline("JdbcSink task alone",
+                                                        round(n / task_s[mode])),
+                            round(to_task, 3), ">= 0.5")]
         print(f"  worker {mode:<6} {n / best:>10,.0f} rows/s   / JdbcSink alone "
               f"({n / task_s[mode]:,.0f}) {to_task:.2f} (target >= 0.5: "
               f"{'met' if to_task >= 0.5 else 'NOT met'})   / COPY ({n / copy_s:,.0f}) "
               f"{to_copy:.2f} (target >= {goal}: {'met' if to_copy >= goal else 'NOT met'})")
+    _results.record(args, f"bench_jdbc_worker_{kind}_{args.converter}",
+                    f"JDBC table -> topic -> table through a worker ({n:,} rows of {kind}, "
+                    f"{args.converter} converter)", figures)
 
 
 if __name__ == "__main__":

@@ -77,8 +77,8 @@ def render_performance(root: Path) -> str:
     if where.is_file():
         out.append(where.read_text().strip() + "\n")
     missing = [p for p in sorted((root / "benchmarks").glob("*.py"))
-               if not p.name.startswith("_") and p.stem not in recorded
-               and p.name != "profile_summary.py"]
+               if not p.name.startswith("_") and p.name != "profile_summary.py"
+               and not any(b == p.stem or b.startswith(p.stem + "_") for b in recorded)]
     if missing:
         out += ["## Not recorded yet\n",
                 "These benchmarks have no result file in this tree; run one to add its "

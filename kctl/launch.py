@@ -194,7 +194,7 @@ class _WorkerProcess(ABC):
             self.transport, self.config.get_str("schema.registry.topic"),
             int(self.config.get("schema.registry.topic.replication.factor")),
             require_writer=self.herder.require_schema_writer)
-        store.start()
+        store.start(wait=self.config.embedded)  # a Kafka cluster may not answer yet
         self.herder.schema_registry = store.registry
         return store
 

@@ -78,10 +78,12 @@ def test_fresh_worker_benchmark_times_the_first_record_and_checks_the_output():
                         "--on", "embedded"], capture_output=True, text=True, timeout=540)
     assert r.returncode == 0, f"bench_fresh_worker.py failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
     out = r.stdout
-    run = line_with(out, "embedded spark.start eager run 1:")
+    run = line_with(out, "embedded spark.start eager tasks.max 1 batch.max.rows 100,000 "
+                         "exactly_once run 1:")
     assert "first record" in run and "idle RSS python" in run
     assert f"output verified: {int(RECORDS) + 1:,} lines, every id exactly once" in run
-    assert "(target <= 3)" in line_with(out, "embedded spark.start eager: first record")
+    assert "(target <= 3)" in line_with(out, "embedded spark.start eager tasks.max 1 "
+                                             "batch.max.rows 100,000 exactly_once: first record")
     assert "raw Python copy" in out
 
 

@@ -306,7 +306,8 @@ def main() -> None:
     finally:
         db.drop()
     print(f"\nresults (best runs, {args.converter} converter):")
-    goal = COPY_TARGET[kind]
+    # with Avro (no JSON envelopes) the goal is a quarter of \copy
+    goal = 0.25 if args.converter == "avro" and kind == "orders" else COPY_TARGET[kind]
     figures = []
     for mode in modes:
         best = min(pipeline_s[mode])

@@ -9,7 +9,6 @@ import base64
 import datetime as dt
 import decimal
 import itertools
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka.schema_registry import Schema as RegisteredSchema
@@ -49,21 +48,8 @@ from kctl.api.data import (
     timestamp_schema,
 )
 from kctl.errors import DataError
-from kctl.launch import StandaloneWorker
 from kctl.runtime.converters import ProtobufConverter, load_converter
 from kctl.runtime.converters.protobuf import decode_indexes, encode_indexes
-from kctl.runtime.worker_config import WorkerConfig
-
-
-@pytest.fixture(scope="module")
-def registry_url(tmp_path_factory) -> Iterator[str]:
-    state = tmp_path_factory.mktemp("protobuf-worker")
-    worker = StandaloneWorker(WorkerConfig({"state.dir": str(state / "state"),
-                                            "listeners": "http://127.0.0.1:0",
-                                            "spark.start": "lazy"}))
-    worker.start()
-    yield f"{worker.rest.url}/schema-registry"
-    worker.stop()
 
 
 def converter(url: str, **settings: str):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -35,21 +34,8 @@ from kctl.api.data import (
     timestamp_schema,
 )
 from kctl.errors import DataError
-from kctl.launch import StandaloneWorker
 from kctl.runtime.converters import load_converter
 from kctl.runtime.converters.avro_data import AvroData
-from kctl.runtime.worker_config import WorkerConfig
-
-
-@pytest.fixture(scope="module")
-def registry_url(tmp_path_factory) -> Iterator[str]:
-    state = tmp_path_factory.mktemp("avro-worker")
-    worker = StandaloneWorker(WorkerConfig({"state.dir": str(state / "state"),
-                                            "listeners": "http://127.0.0.1:0",
-                                            "spark.start": "lazy"}))
-    worker.start()
-    yield f"{worker.rest.url}/schema-registry"
-    worker.stop()
 
 
 def converter(url: str, is_key: bool = False, **settings: str):

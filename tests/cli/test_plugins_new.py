@@ -104,9 +104,9 @@ def test_a_new_source_runs_on_a_worker_as_its_readme_says(tmp_path):
             r = httpx.get(f"{w.url}/connectors/weather_station/offsets", timeout=5)
             return r.json()["offsets"] if r.status_code == 200 else []
 
-        committed = wait_until(lambda: len(offsets()) == 2 and offsets(), timeout=60,
+        committed = wait_until(lambda: len(offsets()) == 2 and offsets(), timeout=120,
                                message="both streams' offsets committed",
-                               on_timeout=lambda: w.log()[-3000:])
+                               on_timeout=lambda: w.log()[-3000:] + "\n" + str(w.status("weather_station")))
         assert {o["partition"]["stream"] for o in committed} == {"a", "b"}
         assert [t["state"] for t in w.status("weather_station")["tasks"]] == ["RUNNING"] * 2
     finally:

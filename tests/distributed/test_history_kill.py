@@ -62,10 +62,16 @@ def test_a_killed_workers_stops_are_counted_and_marked(kafka_broker, tmp_path: P
         assert ran.tasks, "the victim runs some tasks"
         victim.kill()
 
-        doc = wait_until(lambda: (lambda d: d if noticed(d, "worker lost its session",
-                                                         victim.worker_id) else None)(
-            history(last)), timeout=90, interval=1, message="the round that notices the kill",
-            on_timeout=cluster.logs)
+        def told_whole(d: dict) -> dict | None:
+            """The round that notices the kill, once every survivor's own record of it is in
+            (until then a survivor's row is told from the leader's assignment)."""
+            r = noticed(d, "worker lost its session", victim.worker_id)
+            return d if r and all(source == "worker record" for w, source in
+                                  r["sources"].items() if w != victim.worker_id) else None
+
+        doc = wait_until(lambda: told_whole(history(last)), timeout=90, interval=1,
+                         message="the round that notices the kill, told whole",
+                         on_timeout=cluster.logs)
         round_ = noticed(doc, "worker lost its session", victim.worker_id)
         assert ConnectorsAndTasks.from_json(round_["revoked"][victim.worker_id]) == ran
         assert round_["sources"][victim.worker_id] == "gone (leader's assignment)"

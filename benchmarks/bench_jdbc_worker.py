@@ -5,7 +5,7 @@ worker process, insert and upsert, at least half the JdbcSink task benchmark's r
 same run, and at least 0.15 of psql's \\copy for orders, 0.25 for clicks).
 
     python benchmarks/bench_jdbc_worker.py [--records 1000000] [--runs 1] [--quick]
-        [--table orders|clicks] [--converter json|avro]
+        [--table orders|clicks] [--converter json,avro]
         [--url jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres]
 
 A PostgreSQL table of N rows in a scratch database. `orders` (the default) is a realistic
@@ -16,9 +16,10 @@ page TEXT, ms INTEGER, ok BOOLEAN). Each target is checked against its source, v
 - **worker path**: one standalone `kctl worker start` process (embedded log, spark.master
   local[2], JsonConverter with schemas, or with `--converter avro` Confluent's AvroConverter
   against the worker's own Schema Registry: every record keyed by its primary key, as
-  JdbcSource writes them). JdbcSource in bulk mode copies the table to a topic while JdbcSink writes
-  the topic into a new table (auto.create), `insert` (at_least_once) or `upsert`
-  (pk.mode record_value on id, new keys). Timed from the two connectors' creation until
+  JdbcSource writes them). `--converter json,avro` runs a fresh worker for each, so both
+  figures stand next to the same run's baselines. JdbcSource in bulk mode copies the table
+  to a topic while JdbcSink writes the topic into a new table (auto.create), `insert`
+  (at_least_once) or `upsert` (pk.mode record_value on id, new keys). Timed from the two connectors' creation until
   the target table holds N rows; checked after: every id exactly once. A 20k-row pipeline
   runs first (untimed), after the worker's own background Spark start.
 - **JdbcSink alone** (`bench_jdbc_sink.py`'s task benchmark, in this process, once the
@@ -216,17 +217,22 @@ def main() -> None:
     parser.add_argument("--profile", metavar="PREFIX",
                         help="run the worker under py-spy (raw collapsed stacks in PREFIX, "
                              "for profile_summary.py; pip install py-spy)")
-    parser.add_argument("--converter", choices=tuple(CONVERTERS), default="json",
-                        help="the worker's key and value converter: json (JsonConverter with "
-                             "schemas, the default) or avro (AvroConverter, the worker's own "
-                             "Schema Registry)")
+    parser.add_argument("--converter", default="json",
+                        help="the worker's key and value converter, comma-separated to compare "
+                             "in one run: json (JsonConverter with schemas, the default) or avro "
+                             "(AvroConverter, the worker's own Schema Registry)")
     parser.add_argument("--url", default="jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres")
     _results.add_arguments(parser)
     args = parser.parse_args()
     n = args.records or (50_000 if args.quick else 1_000_000)
     modes = [m for m in args.modes.split(",") if m]
+    converters = [c for c in args.converter.split(",") if c]
+    if unknown := [c for c in converters if c not in CONVERTERS]:
+        parser.error(f"unknown converter {', '.join(unknown)} (choose from "
+                     f"{', '.join(CONVERTERS)})")
     db = Database(args.url)
-    pipeline_s: dict[str, list[float]] = {m: [] for m in modes}
+    pipeline_s: dict[tuple[str, str], list[float]] = {
+        (c, m): [] for c in converters for m in modes}
     try:
         with interruptible(), tempfile.TemporaryDirectory(prefix="kctl-bench-jdbcw-") as tmp:
             work = Path(tmp)
@@ -237,33 +243,38 @@ def main() -> None:
                   f"rows x 5 columns ({kind}: "
                   f"{ORDERS if kind == 'orders' else COLUMNS}); {os.cpu_count()} CPU(s); python "
                   f"{sys.version.split()[0]}", flush=True)
-            worker = start_worker(work, args.profile, args.converter)
-            try:
-                t = time.perf_counter()
-                while not spark_ready(work) and time.perf_counter() - t < 300:
-                    time.sleep(0.5)
-                for mode in modes:
-                    pipeline(worker, db, "warm", WARMUP_ROWS, f"warm_{mode}", mode, kind)
-                print(f"excluded from timing: worker start, Spark's background start and a "
-                      f"{WARMUP_ROWS:,}-row pipeline per mode: {time.perf_counter() - t:.1f} s",
-                      flush=True)
-                for k in range(args.runs):
-                    for mode in modes:
-                        java = jvm_pid(worker.pid)
-                        cpu = cpu_seconds(worker.pid), cpu_seconds(java)
-                        seconds = pipeline(worker, db, "src", n, f"{mode}_{k}", mode, kind)
-                        cpu = (cpu_seconds(worker.pid) - cpu[0],
-                               cpu_seconds(java) - cpu[1])
-                        pipeline_s[mode].append(seconds)
-                        print(f"  run {k + 1} worker {mode}: {seconds:.2f} s "
-                              f"({n / seconds:,.0f} rows/s; CPU: worker python {cpu[0]:.1f} s, its "
-                              f"JVM {cpu[1]:.1f} s); "
-                              "every id exactly once", flush=True)
-            finally:
+            for converter in converters:
+                home = work / converter
+                home.mkdir()
+                worker = start_worker(home, args.profile, converter)
                 try:
-                    worker.stop()
-                except AssertionError as e:  # measured already; say so and go on
-                    print(f"  (the worker was slow to stop: {str(e).splitlines()[0]})")
+                    t = time.perf_counter()
+                    while not spark_ready(home) and time.perf_counter() - t < 300:
+                        time.sleep(0.5)
+                    for mode in modes:
+                        pipeline(worker, db, "warm", WARMUP_ROWS, f"warm_{converter}_{mode}", mode,
+                                 kind)
+                    print(f"excluded from timing: worker start, Spark's background start and "
+                          f"a {WARMUP_ROWS:,}-row pipeline per mode: "
+                          f"{time.perf_counter() - t:.1f} s", flush=True)
+                    for k in range(args.runs):
+                        for mode in modes:
+                            java = jvm_pid(worker.pid)
+                            cpu = cpu_seconds(worker.pid), cpu_seconds(java)
+                            seconds = pipeline(worker, db, "src", n, f"{converter}_{mode}_{k}",
+                                               mode, kind)
+                            cpu = (cpu_seconds(worker.pid) - cpu[0],
+                                   cpu_seconds(java) - cpu[1])
+                            pipeline_s[converter, mode].append(seconds)
+                            print(f"  run {k + 1} worker {converter} {mode}: {seconds:.2f} s "
+                                  f"({n / seconds:,.0f} rows/s; CPU: worker python "
+                                  f"{cpu[0]:.1f} s, its JVM {cpu[1]:.1f} s); "
+                                  "every id exactly once", flush=True)
+                finally:
+                    try:
+                        worker.stop()
+                    except AssertionError as e:  # measured already; say so and go on
+                        print(f"  (the worker was slow to stop: {str(e).splitlines()[0]})")
             print("baselines (the worker stopped):", flush=True)
             from kctl.runtime.spark import SparkEngine
 
@@ -305,29 +316,31 @@ def main() -> None:
             print(f"  COPY FROM STDIN (psql \\copy): {copy_s:.2f} s ({n / copy_s:,.0f} rows/s)")
     finally:
         db.drop()
-    print(f"\nresults (best runs, {args.converter} converter):")
-    # with Avro (no JSON envelopes) the goal is a quarter of \copy
-    goal = 0.25 if args.converter == "avro" and kind == "orders" else COPY_TARGET[kind]
+    print(f"\nresults (best runs, {', '.join(converters)}):")
     figures = []
-    for mode in modes:
-        best = min(pipeline_s[mode])
+    for converter, mode in pipeline_s:
+        # with Avro (no JSON envelopes) the goal is a quarter of \copy
+        goal = 0.25 if converter == "avro" and kind == "orders" else COPY_TARGET[kind]
+        best = min(pipeline_s[converter, mode])
         to_task = task_s[mode] / best
         to_copy = copy_s / best
         figures += [
-            _results.Figure(f"table -> topic -> table through a worker, {mode}", round(n / best),
+            _results.Figure(f"table -> topic -> table through a worker, {converter}, {mode}",
+                            round(n / best),
                             "rows/s", _results.Baseline("psql \\copy, same run", round(n / copy_s)),
                             round(to_copy, 3), f">= {goal} of \\copy"),
-            _results.Figure(f"the same against the JdbcSink task alone, {mode}", round(n / best),
+            _results.Figure(f"the same against the JdbcSink task alone, {converter}, {mode}",
+                            round(n / best),
                             "rows/s", _results.Baseline("JdbcSink task alone",
                                                         round(n / task_s[mode])),
                             round(to_task, 3), ">= 0.5")]
-        print(f"  worker {mode:<6} {n / best:>10,.0f} rows/s   / JdbcSink alone "
+        print(f"  worker {converter:<5} {mode:<6} {n / best:>10,.0f} rows/s   / JdbcSink alone "
               f"({n / task_s[mode]:,.0f}) {to_task:.2f} (target >= 0.5: "
               f"{'met' if to_task >= 0.5 else 'NOT met'})   / COPY ({n / copy_s:,.0f}) "
               f"{to_copy:.2f} (target >= {goal}: {'met' if to_copy >= goal else 'NOT met'})")
-    _results.record(args, f"bench_jdbc_worker_{kind}_{args.converter}",
+    _results.record(args, f"bench_jdbc_worker_{kind}_{'_'.join(converters)}",
                     f"JDBC table -> topic -> table through a worker ({n:,} rows of {kind}, "
-                    f"{args.converter} converter)", figures)
+                    f"{' and '.join(converters)} converters)", figures)
 
 
 if __name__ == "__main__":

@@ -346,13 +346,28 @@ class Worker:
     def stop_connector(self, name: str) -> None:
         with self._lock:
             wc = self.connectors.pop(name, None)
-        if wc is None:
-            return
-        if wc.started:
+        if wc is not None and wc.started:
+            self._stop_connector_within(wc)
+
+    def _stop_connector_within(self, wc: WorkerConnector) -> None:
+        """Stop a connector, waiting as long as for a task, then going on without it (as
+        Kafka's Worker does): a plugin whose stop() blocks must not hang the herder."""
+        wc.started = False
+        done = threading.Event()
+
+        def stop() -> None:
             try:
                 wc.connector.stop()
             except Exception as e:
-                log.warning("Connector %s failed to stop cleanly: %s", name, e)
+                log.warning("Connector %s failed to stop cleanly: %s", wc.name, e)
+            finally:
+                done.set()
+
+        threading.Thread(target=stop, name=f"stop-{wc.name}", daemon=True).start()
+        timeout = self.config.get_int("task.shutdown.graceful.timeout.ms") / 1000
+        if not done.wait(timeout):
+            log.warning("Connector %s did not stop within %.1fs; abandoning its thread "
+                        "(it may still hold what it opened)", wc.name, timeout)
 
     def set_connector_target(self, name: str, target: TargetState) -> None:
         wc = self.connectors.get(name)
@@ -360,10 +375,7 @@ class Worker:
             return
         if target is TargetState.STOPPED:
             if wc.started:
-                try:
-                    wc.connector.stop()
-                finally:
-                    wc.started = False
+                self._stop_connector_within(wc)
             self._report(wc, State.STOPPED)
             return
         if not wc.started:

@@ -117,8 +117,8 @@ WORKER_CONFIG = (
             Importance.LOW, "How long a commit may wait for outstanding records.",
             group="Offsets")
     .define("task.shutdown.graceful.timeout.ms", ConfigType.LONG, 5000, Range.at_least(0),
-            Importance.LOW, "How long stopping waits for a task before abandoning its thread.",
-            group="Tasks")
+            Importance.LOW, "How long stopping waits for a task, or a connector, before "
+            "abandoning its thread.", group="Tasks")
     .define("plugin.path", ConfigType.LIST, [], None, Importance.LOW,
             "Directories with Python modules that define connectors or transforms.",
             group="Plugins")

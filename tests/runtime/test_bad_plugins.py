@@ -1,5 +1,5 @@
 """A bad plugin never hurts the worker: its task fails with the trace, a task that will not
-stop is abandoned with one warning, a plugin that cannot be imported is listed as broken,
+stop is abandoned with one warning (a connector that will not stop too), a plugin that cannot be imported is listed as broken,
 and a name two plugins claim is refused naming both.
 
 (A task failing in `poll` is tests/runtime/test_standalone.py's
@@ -56,7 +56,8 @@ class _Connector:
         return [dict(self.props)]
 
     def stop(self) -> None:
-        pass
+        if self.props.get("block.in") == "connector stop":
+            RELEASE.wait(60)
 
 
 class BadSourceConnector(_Connector, SourceConnector):
@@ -140,6 +141,35 @@ def test_a_task_that_blocks_in_stop_is_abandoned_with_one_warning_and_the_worker
         assert len(warnings) == 1, [r.getMessage() for r in warnings]
         assert "did not stop within 0.3s" in warnings[0].getMessage()
         assert warnings[0].levelno == logging.WARNING
+    finally:
+        RELEASE.set()
+
+
+def test_a_connector_that_blocks_in_stop_is_abandoned_and_the_worker_goes_on(tmp_path, caplog):
+    RELEASE.clear()
+    try:
+        with caplog.at_level(logging.WARNING, logger="kctl.runtime.worker"), \
+                running_worker(tmp_path / "state", {"task.shutdown.graceful.timeout.ms": 300}) as w:
+            h = w.herder
+            name = unique("stuck")
+            h.create_connector(name, {"connector.class": f"{__name__}.BadSourceConnector",
+                                      "topic": unique("t"), "block.in": "connector stop",
+                                      "value.converter": "StringConverter"})
+            wait_until(lambda: [t.state for t in h.connector_status(name).tasks]
+                       == [State.RUNNING])
+            deleting = threading.Thread(target=h.delete_connector, args=(name,), daemon=True)
+            deleting.start()
+            deleting.join(30)
+            assert not deleting.is_alive(), "deleting waited for a connector that never stops"
+            assert name not in h.connectors()
+            other = unique("good")
+            h.create_connector(other, {"connector.class": f"{__name__}.BadSourceConnector",
+                                       "topic": unique("t"), "value.converter": "StringConverter"})
+            wait_until(lambda: [t.state for t in h.connector_status(other).tasks]
+                       == [State.RUNNING], message="the next connector runs")
+        warnings = [r.getMessage() for r in caplog.records if name in r.getMessage()
+                    and r.levelno >= logging.WARNING]
+        assert len(warnings) == 1 and "did not stop within 0.3s" in warnings[0], warnings
     finally:
         RELEASE.set()
 

@@ -1,6 +1,6 @@
-"""A bad plugin never hurts the worker: its task fails with the trace, a task that will not
-stop is abandoned with one warning (a connector that will not stop too), a plugin that cannot be imported is listed as broken,
-and a name two plugins claim is refused naming both.
+"""A bad plugin never hurts the worker: its task fails with the trace, a task or a connector
+that will not stop is abandoned with one warning, a plugin that cannot be imported is
+listed as broken, and a name two plugins claim is refused naming both.
 
 (A task failing in `poll` is tests/runtime/test_standalone.py's
 test_task_failure_is_reported_with_its_trace_and_restart_only_failed; one stuck in `poll`

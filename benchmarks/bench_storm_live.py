@@ -132,9 +132,11 @@ def phase(doc: dict[str, Any], start_ms: int, end_ms: int) -> dict[str, int]:
 
 
 def live_run(bootstrap: str, root: Path, protocol: str, *, connectors: int, tasks: int,
-             workers: int, throughput: int, timeout: float) -> dict[str, Any]:
+             workers: int, throughput: int, timeout: float,
+             session_ms: int, history: Path | None = None) -> dict[str, Any]:
     names = [f"ct{i:03d}" for i in range(1, connectors + 1)]
-    settings = {"connect.protocol": protocol, "scheduled.rebalance.max.delay.ms": 0}
+    settings = {"connect.protocol": protocol, "scheduled.rebalance.max.delay.ms": 0,
+                "session.timeout.ms": session_ms, "rebalance.timeout.ms": max(6000, session_ms)}
     with cluster_of(root, bootstrap, workers, **settings) as cluster:
         w1 = cluster.workers[0]
         starts0 = sum(w.task_starts() for w in cluster.workers)
@@ -150,9 +152,16 @@ def live_run(bootstrap: str, root: Path, protocol: str, *, connectors: int, task
             delete_connector(w1, name, timeout=timeout)
         deleted = time.monotonic()
         t2 = wait(lambda: emptied(cluster), timeout, "every connector gone")
-        time.sleep(2)  # a deleted task stops before its round completes: wait for the record
+        # a deleted task stops before its round completes: the history is read once the
+        # round of the last deletion is in it with every member's own record
+        last = f"connector deleted: {names[-1]} "
+        wait(lambda: any(last in r["trigger"] and set(r["sources"].values()) == {"worker record"}
+                         for r in cluster_history(cluster.generations())["rounds"]),
+             60, "the last deletion's round recorded")
         starts2 = sum(w.task_starts() for w in cluster.workers)
         doc = cluster_history(cluster.generations())
+    if history is not None:
+        history.write_text(json.dumps(doc, indent=1))
     return {
         "protocol": protocol,
         "start": {**phase(doc, wall0, wall_mid - 1), "requests_s": round(created - t0, 1),
@@ -179,6 +188,15 @@ def main() -> None:
     parser.add_argument("--bootstrap", default=None,
                         help="an existing Kafka cluster's bootstrap.servers (without it, a "
                              "test broker is started for the run)")
+    parser.add_argument("--session-timeout-ms", type=int, default=10000,
+                        help="the workers' session.timeout.ms. The test broker completes a "
+                             "JoinGroup half a session timeout after the first member's, not "
+                             "when every member has rejoined as Kafka does, so a worker still "
+                             "stopping tasks when that time is up misses the round and rejoins "
+                             "after it, a round of its own (default: %(default)s)")
+    parser.add_argument("--history", metavar="PREFIX", default=None,
+                        help="write each storm's rebalance history (what `kctl rebalance history "
+                             "-o json` answers) to PREFIX.PROTOCOL.json")
     parser.add_argument("--json", action="store_true",
                         help="print the figures as JSON instead of a table")
     args = parser.parse_args()
@@ -190,7 +208,9 @@ def main() -> None:
             live = live_run(bootstrap, Path(tmp) / protocol, protocol,
                             connectors=args.connectors, tasks=args.tasks,
                             workers=args.workers, throughput=args.throughput,
-                            timeout=args.timeout)
+                            timeout=args.timeout, session_ms=args.session_timeout_ms,
+                            history=Path(f"{args.history}.{protocol}.json") if args.history
+                            else None)
             predicted = simulate_storm("eager" if protocol == "default" else protocol,
                                        connectors=args.connectors, tasks=args.tasks,
                                        workers=args.workers, step_ms=1000, restart_ms=30)

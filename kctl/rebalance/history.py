@@ -327,9 +327,32 @@ def _causes(round_: dict[str, Any], previous: dict[str, Any] | None,
             continue
         seen.add(key)
         causes.append(cause)
+    if previous is not None and previous.get("event") != "shutdown":
+        causes += _config_causes(round_, previous, causes)
     if not causes:
         causes.append({"cause": "rebalance started by the group"})
     return causes
+
+
+def _config_causes(round_: Doc, previous: Doc, named: Sequence[Doc]) -> list[dict[str, Any]]:
+    """Connectors deleted or created by config records the leader read for this round that
+    no worker gave as its reason (it was joining already, for a follow-up round say), told
+    from the assignor's sets: without them such a round's revocations have no cause."""
+    offset, before = round_.get("config_offset"), previous.get("config_offset")
+    if offset is None or before is None or int(offset) <= int(before):
+        return []
+    sets = round_.get("sets") or {}
+    ran_before = {c for work in previous.get("assignments", {}).values()
+                  for c in work.get("connectors", ())}
+    mentioned = {c.get("connector") for c in named}
+    out: list[dict[str, Any]] = []
+    for kind, cause in (("deleted", "connector deleted"), ("new", "connector created")):
+        for name in sorted((sets.get(kind) or {}).get("connectors", ())):
+            if name in mentioned or (kind == "new" and name in ran_before):
+                continue  # named already, or lost work handed out again, not a creation
+            out.append({"cause": cause, "connector": name, "worker": round_["leader"],
+                        "config_offset": offset})
+    return out
 
 
 def _reason_cause(reason: str, worker: str, round_: Doc) -> dict[str, Any]:

@@ -64,6 +64,26 @@ def test_a_rolling_protocol_change_and_a_reconfiguration_are_named():
         "config offset 9")
 
 
+def test_a_deletion_read_during_a_follow_up_round_is_named_from_the_assignors_sets():
+    """The leader was already rejoining for a follow-up round when ct2 was deleted: no
+    worker gives the deletion as its reason, yet the round revokes ct2's work for it."""
+    deleted = {"deleted": work("ct2", "ct2-0").to_json(), "new": work("ct3").to_json()}
+    records = [
+        record("w1", 1, 0, trigger="join", members=["w1", "w2"], owned=["ct1", "ct2", "ct2-0"],
+               inputs={"config_offset": 10}),
+        record("w2", 1, 0, trigger="join", owned=["ct1-0"]),
+        record("w1", 2, 5, trigger="rejoin after revocation", members=["w1", "w2"],
+               owned=["ct1", "ct2", "ct2-0"], revoked=["ct2", "ct2-0"], sets=deleted,
+               inputs={"config_offset": 14}),
+        record("w2", 2, 5, owned=["ct1-0"]),
+    ]
+    doc = cluster_history(records)
+    assert causes(doc, 2)[1:] == [
+        {"cause": "connector deleted", "connector": "ct2", "worker": "w1", "config_offset": 14},
+        {"cause": "connector created", "connector": "ct3", "worker": "w1", "config_offset": 14}]
+    assert "connector deleted: ct2 at config offset 14" in doc["rounds"][1]["trigger"]
+
+
 def test_a_round_is_explains_contract_so_the_same_renderer_prints_it():
     doc = cluster_history(story_records())
     round3 = doc["rounds"][2]

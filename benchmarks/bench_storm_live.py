@@ -154,10 +154,17 @@ def live_run(bootstrap: str, root: Path, protocol: str, *, connectors: int, task
         t2 = wait(lambda: emptied(cluster), timeout, "every connector gone")
         # a deleted task stops before its round completes: the history is read once the
         # round of the last deletion is in it with every member's own record
+        # (under eager a round's cause is only what a worker gave as its reason, so the
+        # round may not name it: then the history is read after the wait, and it says so)
         last = f"connector deleted: {names[-1]} "
-        wait(lambda: any(last in r["trigger"] and set(r["sources"].values()) == {"worker record"}
-                         for r in cluster_history(cluster.generations())["rounds"]),
-             60, "the last deletion's round recorded")
+        try:
+            wait(lambda: any(last in r["trigger"] and set(r["sources"].values())
+                             == {"worker record"}
+                             for r in cluster_history(cluster.generations())["rounds"]),
+                 30, "the last deletion's round recorded")
+        except TimeoutError:
+            print(f"({protocol}: no round names the deletion of {names[-1]} after 30 s; the "
+                  "history is read as it is)", file=sys.stderr)
         starts2 = sum(w.task_starts() for w in cluster.workers)
         doc = cluster_history(cluster.generations())
     if history is not None:

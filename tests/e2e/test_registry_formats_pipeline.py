@@ -17,7 +17,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, SerializingProducer, Top
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from support.cluster import SINK_CONSUMERS
-from support.registry_formats import FORMATS, Format, at, payment, wire_key
+from support.registry_formats import FORMATS, Format, payment, wire_key
 from support.waiting import wait_until
 from support.worker import LISTENER, Worker
 

@@ -411,11 +411,23 @@ class SchemaRegistry:
                 problems += formats.incompatibilities(old, parsed)
         return problems
 
-    def _resolve(self, references: list[Reference]) -> list[str]:
-        texts = []
+    def _resolve(self, references: list[Reference]) -> list[tuple[str, str]]:
+        """(name, schema text) of each reference, each one's own references before it."""
+        out: list[tuple[str, str]] = []
+        seen: set[tuple[str, int]] = set()
+
+        def visit(ref: Reference) -> None:
+            if (ref.subject, ref.version) in seen:
+                return
+            seen.add((ref.subject, ref.version))
+            sv = self._version(ref.subject, ref.version, False)
+            for inner in sv.references:
+                visit(inner)
+            out.append((ref.name, sv.schema))
+
         for ref in references:
-            texts.append(self._version(ref.subject, ref.version, False).schema)
-        return texts
+            visit(ref)
+        return out
 
     def _parse(self, schema_type: str, schema: str,
                references: list[Reference]) -> formats.Parsed:

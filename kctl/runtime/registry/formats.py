@@ -1,9 +1,8 @@
 """Each schema format's parsing, canonical form and compatibility rules.
 
 Avro's rules are Avro's own schema resolution (the `avro` library's reader/writer
-checker, which Confluent's registry implements too). JSON Schema follows the parts of
-Confluent's rules that decide most real changes: a property's type may not change and an
-open content model may not close. Protobuf follows Confluent's protobuf diff
+checker, which Confluent's registry implements too). JSON Schema follows Confluent's json
+diff (registry/json_schema_diff.py): content models, bounds, combinations. Protobuf follows Confluent's protobuf diff
 (registry/protobuf.py) over FileDescriptorProtos: a schema is .proto text, compiled by
 protoc, or a base64 FileDescriptorProto (what Confluent's Python serializer registers), and
 the two forms compare field by field.
@@ -103,38 +102,11 @@ def _parse_json(text: str, named: list[tuple[str, str]]) -> Parsed:
     return Parsed("JSON", json.dumps(value, separators=(",", ":"), sort_keys=True), value)
 
 
-def _types(schema: Any) -> set[str]:
-    t = schema.get("type") if isinstance(schema, dict) else None
-    return set(t) if isinstance(t, list) else {t} if isinstance(t, str) else set()
-
-
 def _json_messages(reader: Parsed, writer: Parsed) -> list[str]:
-    """Whether everything `writer` accepts, `reader` accepts (reader reads writer's data)."""
-    messages: list[str] = []
+    """Confluent's json diff from the writer's schema to the reader's (empty: it reads)."""
+    from kctl.runtime.registry.json_schema_diff import differences
 
-    def walk(r: Any, w: Any, path: str) -> None:
-        if not isinstance(r, dict) or not isinstance(w, dict):
-            return
-        rt, wt = _types(r), _types(w)
-        if rt and wt and not wt <= rt and not (wt == {"integer"} and "number" in rt):
-            messages.append(f"TYPE_CHANGED at {path or '#/'}: {sorted(wt)} -> {sorted(rt)}")
-        r_props, w_props = r.get("properties") or {}, w.get("properties") or {}
-        for name, sub in r_props.items():
-            if name in w_props:
-                walk(sub, w_props[name], f"{path}/properties/{name}")
-            elif name in set(r.get("required") or ()):
-                messages.append(f"REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL at "
-                                f"{path}/properties/{name}")
-        for name in set(r.get("required") or ()) - set(w.get("required") or ()):
-            if name in w_props:
-                messages.append(f"REQUIRED_ATTRIBUTE_ADDED at {path}/required/{name}")
-        if r.get("additionalProperties") is False and w.get("additionalProperties") is not False:
-            messages.append(f"ADDITIONAL_PROPERTIES_REMOVED at {path or '#/'}")
-        if isinstance(r.get("items"), dict) and isinstance(w.get("items"), dict):
-            walk(r["items"], w["items"], f"{path}/items")
-
-    walk(reader.value, writer.value, "#")
-    return messages
+    return differences(writer.value, reader.value)
 
 
 # --- Protobuf ---------------------------------------------------------------------------

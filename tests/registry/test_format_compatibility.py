@@ -204,3 +204,14 @@ def test_proto_text_that_does_not_compile_is_an_invalid_schema():
     with pytest.raises(RegistryError) as bad:
         parse("PROTOBUF", proto("message Order {\n  Missing x = 1;\n}"))
     assert '"Missing" is not defined' in str(bad.value)
+
+
+def test_a_json_schema_reference_is_compared_through_its_ref():
+    address = {"type": "object", "properties": {"zip": INTEGER}}
+    order = json.dumps(obj({"ship_to": {"$ref": "address.json"}}))
+    parsed = parse("JSON", order, [("address.json", json.dumps(address))])
+    retyped = parse("JSON", order, [("address.json", json.dumps(
+        {"type": "object", "properties": {"zip": STRING}}))])
+    assert incompatibilities(parsed, parsed) == []
+    assert incompatibilities(retyped, parsed) == [
+        "TYPE_CHANGED at #/properties/ship_to/properties/zip"]

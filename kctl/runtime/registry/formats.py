@@ -99,14 +99,25 @@ def _parse_json(text: str, named: list[tuple[str, str]]) -> Parsed:
         raise invalid_schema(getattr(e, "message", str(e))) from e
     if not isinstance(value, dict | bool):
         raise invalid_schema("a JSON Schema is an object or a boolean")
-    return Parsed("JSON", json.dumps(value, separators=(",", ":"), sort_keys=True), value)
+    documents: dict[str, Any] = {}
+    for name, ref_text in named:  # a $ref names a reference by its name or its $id
+        try:
+            ref = json.loads(ref_text)
+        except json.JSONDecodeError as e:
+            raise invalid_schema(f"reference {name}: {e}") from e
+        documents[name] = ref
+        if isinstance(ref, dict) and isinstance(ref.get("$id"), str):
+            documents.setdefault(ref["$id"], ref)
+    return Parsed("JSON", json.dumps(value, separators=(",", ":"), sort_keys=True),
+                  (value, documents))
 
 
 def _json_messages(reader: Parsed, writer: Parsed) -> list[str]:
     """Confluent's json diff from the writer's schema to the reader's (empty: it reads)."""
     from kctl.runtime.registry.json_schema_diff import differences
 
-    return differences(writer.value, reader.value)
+    (new, new_refs), (old, old_refs) = reader.value, writer.value
+    return differences(old, new, old_refs, new_refs)
 
 
 # --- Protobuf ---------------------------------------------------------------------------

@@ -5,7 +5,8 @@ incompatible kind, as Confluent's json diff names them.
 A schema is seen as Confluent's validator library sees it: an object, array, string,
 number (integer is a number that requires an integer), boolean, null, enum, const, not, a
 combination (allOf, anyOf, oneOf; a list of types is an anyOf), `true`/`{}` (anything) or
-`false` (nothing); a local `$ref` is the schema it points at.
+`false` (nothing); a `$ref` is the schema it points at, in the same document or in one of
+the schema's references (named as the reference is, or by its `$id`).
 
 The rules that decide most changes:
 
@@ -106,8 +107,10 @@ def _combination(schema: Any) -> tuple[str, list[Any]]:
 
 
 class _Diff:
-    def __init__(self, original_root: Any, update_root: Any) -> None:
+    def __init__(self, original_root: Any, update_root: Any,
+                 documents: tuple[dict[str, Any], dict[str, Any]] = ({}, {})) -> None:
         self.roots = (original_root, update_root)
+        self.documents = documents
         self.found: list[tuple[str, str]] = []
         self._seen: set[tuple[int, int]] = set()
 
@@ -115,7 +118,7 @@ class _Diff:
         self.found.append((kind, path or "#/"))
 
     def sub(self) -> _Diff:
-        d = _Diff(*self.roots)
+        d = _Diff(*self.roots, self.documents)
         d._seen = set(self._seen)
         return d
 
@@ -123,15 +126,17 @@ class _Diff:
     def compatible(self) -> bool:
         return all(kind in COMPATIBLE for kind, _ in self.found)
 
-    def _resolve(self, schema: Any, root: Any) -> Any:
+    def _resolve(self, schema: Any, root: Any, documents: dict[str, Any]) -> Any:
         for _ in range(32):  # a $ref to a $ref, but not forever
             if not isinstance(schema, dict) or not isinstance(schema.get("$ref"), str):
                 return schema
-            ref = schema["$ref"]
-            if not ref.startswith("#"):
-                return {k: v for k, v in schema.items() if k != "$ref"} or True
+            base, _, fragment = schema["$ref"].partition("#")
+            if base:  # another document: one of the schema's references
+                if base not in documents:
+                    return {k: v for k, v in schema.items() if k != "$ref"} or True
+                root = documents[base]
             node = root
-            for part in ref[1:].split("/"):
+            for part in fragment.split("/"):
                 if not part:
                     continue
                 part = part.replace("~1", "/").replace("~0", "~")
@@ -148,8 +153,8 @@ class _Diff:
         if update is None:
             self.add("SCHEMA_REMOVED", path)
             return
-        original = self._resolve(original, self.roots[0])
-        update = self._resolve(update, self.roots[1])
+        original = self._resolve(original, self.roots[0], self.documents[0])
+        update = self._resolve(update, self.roots[1], self.documents[1])
         o_kind, u_kind = _kind(original), _kind(update)
         if o_kind != "combined" and u_kind == "combined":
             criterion, branches = _combination(update)
@@ -532,9 +537,11 @@ def _open_items(schema: dict[str, Any]) -> bool:
     return _additional_items(schema) is True
 
 
-def differences(original: Any, update: Any) -> list[str]:
+def differences(original: Any, update: Any, original_documents: dict[str, Any] | None = None,
+                update_documents: dict[str, Any] | None = None) -> list[str]:
     """The incompatible differences from `original` (the schema data was written with) to
-    `update` (the schema that reads it); empty: compatible."""
-    diff = _Diff(original, update)
+    `update` (the schema that reads it); empty: compatible. The documents are each schema's
+    references by name (and `$id`), for a `$ref` to another document."""
+    diff = _Diff(original, update, (original_documents or {}, update_documents or {}))
     diff.compare(original, update, "#")
     return [f"{kind} at {where}" for kind, where in diff.found if kind not in COMPATIBLE]

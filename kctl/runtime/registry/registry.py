@@ -88,6 +88,9 @@ class SchemaRegistry:
         self._by_id: dict[int, SchemaVersion] = {}
         self._config: dict[str | None, Compatibility] = {}
         self._mode: dict[str | None, Mode] = {}
+        # a stored schema's canonical form, by (type, text, references): parsing one may
+        # compile it (Protobuf text), and every registration compares against all of them
+        self._canonicals: dict[tuple[str, str, tuple[Reference, ...]], str] = {}
 
     def attach(self, log: RecordLog) -> None:
         self._log = log
@@ -434,10 +437,15 @@ class SchemaRegistry:
         return formats.parse((schema_type or "AVRO").upper(), schema, self._resolve(references))
 
     def _canonical(self, sv: SchemaVersion) -> str:
-        try:
-            return self._parse(sv.schema_type, sv.schema, list(sv.references)).canonical
-        except RegistryError:
-            return sv.schema
+        key = (sv.schema_type, sv.schema, tuple(sv.references))
+        found = self._canonicals.get(key)
+        if found is None:
+            try:
+                found = self._parse(sv.schema_type, sv.schema, list(sv.references)).canonical
+            except RegistryError:
+                found = sv.schema
+            self._canonicals[key] = found
+        return found
 
     def _same_schema_id(self, parsed: formats.Parsed) -> int | None:
         """Confluent gives an identical schema the same id in every subject."""

@@ -3,7 +3,9 @@
 the format and Confluent's deserializer reads every row exactly, Confluent's serializer
 writes it and kctl's JdbcSink puts every row into PostgreSQL exactly, a compatible evolution
 (a new optional field) reaches the table through auto.evolve, and an incompatible one is
-refused by the registry (409 under BACKWARD) before anything is written."""
+refused by the registry (409 under BACKWARD) before anything is written. Protobuf also
+runs on the embedded log (a standalone worker, no Kafka) and from a schema registered as
+.proto text, as Confluent's Java serializer registers it."""
 
 from __future__ import annotations
 
@@ -240,5 +242,75 @@ def test_protobuf_on_the_embedded_log(tmp_path, postgres_db):
             client.register_schema("proto-orders-value", Schema(broken, "PROTOBUF"))
         assert refused.value.http_status_code == 409
         assert worker.status("copy")["tasks"][0]["state"] == "RUNNING"
+    finally:
+        worker.stop()
+
+
+PAYMENT_PROTO = """syntax = "proto3";
+package bank;
+
+import "google/protobuf/timestamp.proto";
+import "confluent/type/decimal.proto";
+import "confluent/meta.proto";
+
+message Payment {
+  int64 id = 1;
+  optional string payer = 2;
+  confluent.type.Decimal amount = 3 [(confluent.field_meta) = {
+    params: [{key: "scale", value: "2"}, {key: "precision", value: "12"}]
+  }];
+  google.protobuf.Timestamp at = 4;
+}
+"""
+
+
+def test_protobuf_registered_as_proto_text_reaches_the_table(tmp_path, postgres_db,
+                                                              kafka_broker):
+    """What Confluent's Java serializer registers: the schema as .proto text. A producer
+    frames each message with that schema's id; kctl's JdbcSink reads them all exactly."""
+    from confluent_kafka import Producer
+    from confluent_kafka.schema_registry import Schema
+
+    db = postgres_db
+    fmt = FORMATS["protobuf"]
+    topic, rows = "proto-text-payments", 50
+    config(tmp_path / "worker.yaml", {
+        "state.dir": str(tmp_path / "state"), "listeners": LISTENER,
+        "bootstrap.servers": kafka_broker.bootstrap,
+        "topic.creation.default.replication.factor": 1, **SINK_CONSUMERS,
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": fmt.converter, "spark.master": "local[1]",
+        "spark.driver.memory": "1g"})
+    worker = Worker(tmp_path)
+    worker.start()
+    try:
+        client = SchemaRegistryClient({"url": f"{worker.url}/schema-registry"})
+        schema_id = client.register_schema(f"{topic}-value", Schema(PAYMENT_PROTO, "PROTOBUF"))
+        assert client.get_schema(schema_id).schema_str == PAYMENT_PROTO
+        worker.kctl("connector", "create", str(config(tmp_path / "sink.yaml", {
+            "name": "text-db", "connector.class": "JdbcSink", "topics": topic,
+            "table.name.format": "text_payments", "connection.url": db.url,
+            "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id",
+            "auto.create": "true"})))
+        producer = Producer({"bootstrap.servers": kafka_broker.bootstrap})
+        frame = b"\x00" + schema_id.to_bytes(4, "big") + b"\x00"  # message indexes [0]
+        for i in range(1, rows + 1):
+            producer.produce(topic, key=str(i),
+                             value=frame + fmt.to_wire(payment(i), False).SerializeToString())
+        producer.flush(30)
+
+        def table() -> list[tuple]:
+            try:
+                return db.query("SELECT id, payer, amount, at FROM text_payments ORDER BY id")
+            except Exception:
+                return []
+
+        wait_until(lambda: len(table()) >= rows, timeout=180, interval=0.5,
+                   message="every payment in PostgreSQL", on_timeout=lambda: worker.log()[-3000:])
+        for r in table():
+            expected = payment(r[0])
+            assert r[1:3] == (expected["payer"], expected["amount"]), r
+            assert r[3] in (expected["at"], expected["at"].replace(tzinfo=None)), r
+        assert [r[0] for r in table()] == list(range(1, rows + 1))
     finally:
         worker.stop()

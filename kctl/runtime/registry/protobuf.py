@@ -128,12 +128,18 @@ def _compile(text: str, name: str, deps: tuple[Any, ...]) -> Any:
         known = descriptor_pb2.FileDescriptorSet(file=[d for d in deps if d.name != name])
         (root / "deps.pb").write_bytes(known.SerializeToString())
         out = root / "out.pb"
-        done = subprocess.run(
-            [sys.executable, "-c", "import sys; from grpc_tools import protoc; "
-             "sys.exit(protoc.main(sys.argv))",
-             f"--proto_path={root / 'src'}", f"--descriptor_set_in={root / 'deps.pb'}",
-             f"--descriptor_set_out={out}", name],
-            capture_output=True, text=True, timeout=60)
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", "import sys; from grpc_tools import protoc; "
+                 "sys.exit(protoc.main(sys.argv))",
+                 f"--proto_path={root / 'src'}", f"--descriptor_set_in={root / 'deps.pb'}",
+                 f"--descriptor_set_out={out}", name],
+                capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            raise ProtoError("protoc did not compile the schema within 60 s") from None
+        if "No module named 'grpc_tools'" in done.stderr:
+            raise ProtoError(".proto text needs protoc, from the grpcio-tools package, which "
+                             "is not installed")
         if done.returncode != 0:
             lines = [line.replace(f"{root / 'src'}/", "").strip()
                      for line in done.stderr.splitlines()]

@@ -12,7 +12,7 @@ import itertools
 
 import pytest
 from confluent_kafka.schema_registry import Schema as RegisteredSchema
-from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry import SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.confluent.type import decimal_pb2
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
@@ -208,13 +208,54 @@ def test_bytes_that_are_not_the_wire_format_are_named(registry_url):
         c.to_connect_data("t", b"\x00" + (999999).to_bytes(4, "big") + b"\x00\x08\x01")
 
 
-def test_a_schema_registered_as_proto_text_is_named_when_read(registry_url):
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | 0x80 if n else byte)
+        if not n:
+            return bytes(out)
+
+
+def _len(field: int, body: bytes) -> bytes:
+    return _varint(field << 3 | 2) + _varint(len(body)) + body
+
+
+def test_schemas_registered_as_proto_text_are_read_with_their_references(registry_url):
+    """What Confluent's Java serializer registers: .proto text, importing a file of another
+    subject (a reference) and a well-known type; values of the first and a later message."""
     sr = SchemaRegistryClient({"url": registry_url})
-    schema_id = sr.register_schema("texts-value", RegisteredSchema(
-        'syntax = "proto3";\nmessage Note {\n  string text = 1;\n}\n', "PROTOBUF"))
-    with pytest.raises(DataError, match=r"\.proto text.*base64 FileDescriptorProto"):
-        converter(registry_url).to_connect_data(
-            "texts", b"\x00" + schema_id.to_bytes(4, "big") + b"\x00\x0a\x01a")
+    sr.register_schema("money.proto", RegisteredSchema(
+        'syntax = "proto3";\npackage money;\nmessage Amount {\n  string currency = 1;\n'
+        '  int64 cents = 2;\n}\n', "PROTOBUF"))
+    schema_id = sr.register_schema("notes-value", RegisteredSchema(
+        'syntax = "proto3";\npackage notes;\nimport "money.proto";\n'
+        'import "google/protobuf/timestamp.proto";\n\nmessage Note {\n  string text = 1;\n'
+        '  money.Amount price = 2;\n  google.protobuf.Timestamp at = 3;\n'
+        '  message Inner { int32 n = 1; }\n}\nmessage Other {\n  Note.Inner inner = 1;\n}\n',
+        "PROTOBUF", [SchemaReference("money.proto", "money.proto", 1)]))
+    header = b"\x00" + schema_id.to_bytes(4, "big")
+    note = (_len(1, b"a") + _len(2, _len(1, b"EUR") + b"\x10" + _varint(150))
+            + _len(3, b"\x08" + _varint(1_700_000_000)))
+    got = converter(registry_url).to_connect_data("notes", header + encode_indexes([0]) + note)
+    assert got.schema.name == "notes.Note"
+    assert [f.name for f in got.schema.fields] == ["text", "price", "at"]
+    assert got.value.get("text") == "a"
+    assert dict(got.value.get("price").items()) == {"currency": "EUR", "cents": 150}
+    assert got.value.get("at") == dt.datetime.fromtimestamp(1_700_000_000, dt.UTC)
+    other = converter(registry_url).to_connect_data(
+        "notes", header + encode_indexes([1]) + _len(1, b"\x08\x05"))
+    assert other.schema.name == "notes.Other"
+    assert dict(other.value.get("inner").items()) == {"n": 5}
+
+
+def test_proto_text_that_does_not_compile_is_refused_with_protocs_words(registry_url):
+    sr = SchemaRegistryClient({"url": registry_url})
+    with pytest.raises(SchemaRegistryError) as refused:
+        sr.register_schema("broken-value", RegisteredSchema(
+            'syntax = "proto3";\nmessage Note {\n  Missing text = 1;\n}\n', "PROTOBUF"))
+    assert refused.value.http_status_code == 422
+    assert '"Missing" is not defined' in refused.value.error_message
 
 
 def test_a_value_that_is_not_a_struct_is_named():
@@ -286,7 +327,9 @@ def structs(draw, depth: int = 0) -> tuple[Schema, Struct]:
 def test_connect_data_survives_protobuf_both_ways(registry_url, pair):
     schema, value = pair
     c = converter(registry_url)
-    got = c.to_connect_data("roundtrip", c.from_connect_data("roundtrip", schema, value))
+    # a topic per example: another message name in one subject is an incompatible change
+    topic = f"roundtrip-{next(_names)}"
+    got = c.to_connect_data(topic, c.from_connect_data(topic, schema, value))
     assert got.schema == schema
     assert got.value == value
 
@@ -297,11 +340,11 @@ def test_the_registry_compares_descriptors_with_proto_text_field_by_field():
     tagged = SchemaBuilder.struct().name("shop.Tagged").field("id", INT64_SCHEMA) \
         .field("attrs", SchemaBuilder.map(STRING_SCHEMA, INT64_SCHEMA).build()).build()
     described = parse("PROTOBUF", ProtobufConverter()._registered_schema(tagged))
-    same = parse("PROTOBUF", "syntax = \"proto3\";\nmessage Tagged {\n  int64 id = 1;\n"
-                             "  map<string, int64> attrs = 2;\n}\n")
-    retyped = parse("PROTOBUF", "syntax = \"proto3\";\nmessage Tagged {\n  int64 id = 1;\n"
-                                "  map<string, string> attrs = 2;\n}\n")
+    text = "syntax = \"proto3\";\npackage shop;\nmessage Tagged {{\n  int64 id = 1;\n" \
+           "  map<string, {}> attrs = 2;\n}}\n"
+    same, retyped = (parse("PROTOBUF", text.format(t)) for t in ("int64", "string"))
     assert incompatibilities(same, described) == []
     assert incompatibilities(described, same) == []
-    assert incompatibilities(retyped, described) == [
-        "FIELD_KIND_CHANGED: Tagged.2 map<string,int64> -> map<string, string>"]
+    assert incompatibilities(retyped, described) == ["FIELD_SCALAR_KIND_CHANGED: Tagged.2"]
+    moved = parse("PROTOBUF", text.format("int64").replace("package shop;", "package store;"))
+    assert incompatibilities(moved, described) == ["PACKAGE_CHANGED: shop"]

@@ -1,6 +1,8 @@
 """Confluent's ProtobufConverter: Connect structs as proto3 messages in Confluent's wire
 format (a zero byte, the schema id, the message-indexes array, the message), the schema
 registered as Confluent's Python serializer registers it: a base64 FileDescriptorProto.
+It reads schemas registered either way: base64, or .proto text (as Confluent's Java
+serializer registers them), compiled with the files they import (registry/protobuf.py).
 
 Connect schemas map as Confluent's ProtobufData maps them: a struct is a message named
 after the schema (its namespace the package), fields numbered index + 1; int8 and int16 are
@@ -220,13 +222,20 @@ def _meta_of(options: Any) -> tuple[dict[str, str], str | None]:
     return dict(meta.params), meta.doc or None
 
 
-def to_connect_schema(file: Any, full_name: str) -> Schema:
-    """The Connect struct schema Confluent's ProtobufData makes of message `full_name`."""
-    messages = _messages(file)
+def to_connect_schema(file: Any, full_name: str, imports: tuple[Any, ...] = ()) -> Schema:
+    """The Connect struct schema Confluent's ProtobufData makes of message `full_name`;
+    `imports` are the files `file` imports (a message of one maps as a struct too)."""
+    messages: dict[str, Any] = {}
+    packages: dict[str, str] = {}
+    for f in (*imports, file):
+        found = _messages(f)
+        messages.update(found)
+        packages.update(dict.fromkeys(found, f.package))
 
     def struct(name: str, optional: bool) -> Schema:
         msg = messages[name]
-        simple = f"{file.package}.{msg.name}" if file.package else msg.name
+        package = packages[name]
+        simple = f"{package}.{msg.name}" if package else msg.name
         if simple.startswith("ConnectDefault") and simple[14:].isdigit():
             simple = None
         fields = tuple(Field(f.name, i, field_schema(name, f)) for i, f in enumerate(msg.field))
@@ -434,34 +443,32 @@ def decode_indexes(data: bytes, at: int) -> tuple[list[int], int]:
 # --- the converter ----------------------------------------------------------------------
 
 
-def file_from_text(text: str) -> Any:
-    """The FileDescriptorProto of a registered schema's text: base64, as Confluent's Python
-    serializer and kctl register it. .proto text needs a compiler this converter lacks."""
-    import binascii
-
+def file_from_text(text: str, references: list[tuple[str, str]] | None = None) -> Any:
+    """The FileDescriptorProto of a registered schema's text: base64 (as Confluent's Python
+    serializer and kctl register it) or .proto text (as Confluent's Java serializer does),
+    its imports among `references` ((name, schema text) pairs) and the well-known files."""
     from confluent_kafka.schema_registry.confluent import meta_pb2  # noqa: F401 (extensions)
-    from google.protobuf import descriptor_pb2
-    from google.protobuf.message import DecodeError
 
-    file = descriptor_pb2.FileDescriptorProto()
+    from kctl.runtime.registry.protobuf import ProtoError, files
+
     try:
-        file.ParseFromString(base64.b64decode(text.strip(), validate=True))
-    except (binascii.Error, ValueError, DecodeError):
-        raise DataError("this Protobuf schema is .proto text; ProtobufConverter reads schemas "
-                        "registered as base64 FileDescriptorProtos (as Confluent's Python "
-                        "serializer and kctl register them)") from None
-    return file
+        return files(text, references or [])
+    except ProtoError as e:
+        raise DataError(f"cannot read this Protobuf schema: {e}") from e
 
 
 class _Reader:
     """One registered schema: its file in a pool, and message classes by indexes."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, references: list[tuple[str, str]] | None = None) -> None:
         from google.protobuf import message_factory
 
-        self.file = file_from_text(text)
+        self.file, imports = file_from_text(text, references)
+        self.imports = imports
         self.pool = pool()
         try:
+            for imported in imports:
+                self.pool.Add(imported)
             self.pool.Add(self.file)
         except (TypeError, KeyError, ValueError) as e:
             raise DataError(f"cannot load Protobuf schema {self.file.name}: {e}") from e
@@ -474,7 +481,7 @@ class _Reader:
             name = message_at(self.file, indexes)
             cls = self._factory.GetMessageClass(self.pool.FindMessageTypeByName(name))
             found = self._by_indexes.setdefault(
-                tuple(indexes), (to_connect_schema(self.file, name), cls))
+                tuple(indexes), (to_connect_schema(self.file, name, self.imports), cls))
         return found
 
 
@@ -487,6 +494,14 @@ class ProtobufConverter(SchemaRegistryConverter):
         data = to_file_descriptor(schema).SerializeToString(deterministic=True)
         return base64.standard_b64encode(data).decode("ascii")
 
+    def _parser(self, schema_id: int) -> Any:
+        """A schema's text made a _Reader, with the files it imports from the registry."""
+
+        def parse(text: str) -> _Reader:
+            return _Reader(text, self._registry().references(schema_id))
+
+        return parse
+
     def from_connect_data(self, topic: str, schema: Schema | None, value: Any,
                           headers: Headers | None = None) -> bytes | None:
         if value is None and (schema is None or schema.optional):
@@ -495,7 +510,7 @@ class ProtobufConverter(SchemaRegistryConverter):
             raise DataError("ProtobufConverter needs a schema for every value (this one has "
                             "none)")
         schema_id, _ = self._writer_id(topic, schema)
-        _, cls = self._reader_schema(schema_id, _Reader).message([0])
+        _, cls = self._reader_schema(schema_id, self._parser(schema_id)).message([0])
         msg = cls()
         try:
             _fill(msg, schema, value)
@@ -513,7 +528,7 @@ class ProtobufConverter(SchemaRegistryConverter):
             return SchemaAndValue(None, None)
         schema_id = self._schema_id(value)
         indexes, at = decode_indexes(value, _HEADER.size)
-        connect, cls = self._reader_schema(schema_id, _Reader).message(indexes)
+        connect, cls = self._reader_schema(schema_id, self._parser(schema_id)).message(indexes)
         try:
             msg = cls.FromString(value[at:])
             return SchemaAndValue(connect, _read(msg, connect))

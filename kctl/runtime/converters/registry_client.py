@@ -23,6 +23,32 @@ class RegistryClient(Protocol):
 
     def lookup(self, subject: str, schema: str, schema_type: str) -> int: ...
 
+    def references(self, schema_id: int) -> list[tuple[str, str]]:
+        """(name, schema text) of each schema an id references, each one's own references
+        before it (a Protobuf file's imports, an Avro schema's named types)."""
+        ...
+
+
+def _transitive(top: list[tuple[str, str, int]],
+                version: Any) -> list[tuple[str, str]]:
+    """References resolved depth first: `version(subject, number)` gives (text, its own
+    references as (name, subject, number))."""
+    out: list[tuple[str, str]] = []
+    seen: set[tuple[str, int]] = set()
+
+    def visit(name: str, subject: str, number: int) -> None:
+        if (subject, number) in seen:
+            return
+        seen.add((subject, number))
+        text, inner = version(subject, number)
+        for ref in inner:
+            visit(*ref)
+        out.append((name, text))
+
+    for ref in top:
+        visit(*ref)
+    return out
+
 
 class HttpRegistryClient:
     """confluent-kafka's client, with Confluent's `schema.registry.*` settings."""
@@ -86,6 +112,18 @@ class HttpRegistryClient:
                            SrSchema(schema, schema_type))
         return int(found.schema_id)
 
+    def references(self, schema_id: int) -> list[tuple[str, str]]:
+        def refs(schema: Any) -> list[tuple[str, str, int]]:
+            return [(r.name, r.subject, int(r.version)) for r in schema.references or ()]
+
+        def version(subject: str, number: int) -> tuple[str, list[tuple[str, str, int]]]:
+            found = self._call(f"version {number} of {subject}", self._client.get_version,
+                               subject, number)
+            return found.schema.schema_str, refs(found.schema)
+
+        top = self._call(f"schema id {schema_id}", self._client.get_schema, schema_id)
+        return _transitive(refs(top), version)
+
 
 class LocalRegistryClient:
     """The worker's own registry, called in process; a write a follower cannot make is
@@ -142,3 +180,16 @@ class LocalRegistryClient:
             return int(self._registry.lookup(subject, schema, schema_type).id)
         except Exception as e:
             raise self._translate(f"look up in {subject}", e) from e
+
+    def references(self, schema_id: int) -> list[tuple[str, str]]:
+        def refs(sv: Any) -> list[tuple[str, str, int]]:
+            return [(r.name, r.subject, r.version) for r in sv.references]
+
+        def version(subject: str, number: int) -> tuple[str, list[tuple[str, str, int]]]:
+            found = self._registry.version(subject, number)
+            return found.schema, refs(found)
+
+        try:
+            return _transitive(refs(self._registry.by_id(schema_id)), version)
+        except Exception as e:
+            raise self._translate(f"references of schema id {schema_id}", e) from e

@@ -1,18 +1,17 @@
 """Each schema format's parsing, canonical form and compatibility rules.
 
 Avro's rules are Avro's own schema resolution (the `avro` library's reader/writer
-checker, which Confluent's registry implements too). JSON Schema and Protobuf follow the
-parts of Confluent's rules that decide most real changes: for JSON Schema, a property's
-type may not change and an open content model may not close; for Protobuf, a field number
-may not change type and a required field may not appear. A Protobuf schema is .proto text
-or a base64 FileDescriptorProto (what Confluent's Python serializer registers); the two
-forms compare with each other.
+checker, which Confluent's registry implements too). JSON Schema follows Confluent's json
+diff (registry/json_schema_diff.py): content models, bounds, combinations. Protobuf follows Confluent's protobuf diff
+(registry/protobuf.py) over FileDescriptorProtos: a schema is .proto text, compiled by
+protoc, or a base64 FileDescriptorProto (what Confluent's Python serializer registers), and
+the two forms compare field by field.
 """
 
 from __future__ import annotations
 
+import base64
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,14 +31,14 @@ class Parsed:
 # --- Avro -------------------------------------------------------------------------------
 
 
-def _parse_avro(text: str, named: list[str]) -> Parsed:
+def _parse_avro(text: str, named: list[tuple[str, str]]) -> Parsed:
     import avro.errors
     import avro.name
     import avro.schema
 
     names = avro.name.Names()
     try:
-        for ref in named:
+        for _name, ref in named:
             avro.schema.make_avsc_object(json.loads(ref), names)
         parsed = avro.schema.make_avsc_object(json.loads(text), names)
     except (avro.errors.AvroException, json.JSONDecodeError, TypeError, ValueError,
@@ -87,7 +86,7 @@ def _field_at(schema: Any, location: str) -> str:
 # --- JSON Schema ------------------------------------------------------------------------
 
 
-def _parse_json(text: str, named: list[str]) -> Parsed:
+def _parse_json(text: str, named: list[tuple[str, str]]) -> Parsed:
     import jsonschema
     import jsonschema.exceptions
     import jsonschema.validators
@@ -100,147 +99,63 @@ def _parse_json(text: str, named: list[str]) -> Parsed:
         raise invalid_schema(getattr(e, "message", str(e))) from e
     if not isinstance(value, dict | bool):
         raise invalid_schema("a JSON Schema is an object or a boolean")
-    return Parsed("JSON", json.dumps(value, separators=(",", ":"), sort_keys=True), value)
-
-
-def _types(schema: Any) -> set[str]:
-    t = schema.get("type") if isinstance(schema, dict) else None
-    return set(t) if isinstance(t, list) else {t} if isinstance(t, str) else set()
+    documents: dict[str, Any] = {}
+    for name, ref_text in named:  # a $ref names a reference by its name or its $id
+        try:
+            ref = json.loads(ref_text)
+        except json.JSONDecodeError as e:
+            raise invalid_schema(f"reference {name}: {e}") from e
+        documents[name] = ref
+        if isinstance(ref, dict) and isinstance(ref.get("$id"), str):
+            documents.setdefault(ref["$id"], ref)
+    return Parsed("JSON", json.dumps(value, separators=(",", ":"), sort_keys=True),
+                  (value, documents))
 
 
 def _json_messages(reader: Parsed, writer: Parsed) -> list[str]:
-    """Whether everything `writer` accepts, `reader` accepts (reader reads writer's data)."""
-    messages: list[str] = []
+    """Confluent's json diff from the writer's schema to the reader's (empty: it reads)."""
+    from kctl.runtime.registry.json_schema_diff import differences
 
-    def walk(r: Any, w: Any, path: str) -> None:
-        if not isinstance(r, dict) or not isinstance(w, dict):
-            return
-        rt, wt = _types(r), _types(w)
-        if rt and wt and not wt <= rt and not (wt == {"integer"} and "number" in rt):
-            messages.append(f"TYPE_CHANGED at {path or '#/'}: {sorted(wt)} -> {sorted(rt)}")
-        r_props, w_props = r.get("properties") or {}, w.get("properties") or {}
-        for name, sub in r_props.items():
-            if name in w_props:
-                walk(sub, w_props[name], f"{path}/properties/{name}")
-            elif name in set(r.get("required") or ()):
-                messages.append(f"REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL at "
-                                f"{path}/properties/{name}")
-        for name in set(r.get("required") or ()) - set(w.get("required") or ()):
-            if name in w_props:
-                messages.append(f"REQUIRED_ATTRIBUTE_ADDED at {path}/required/{name}")
-        if r.get("additionalProperties") is False and w.get("additionalProperties") is not False:
-            messages.append(f"ADDITIONAL_PROPERTIES_REMOVED at {path or '#/'}")
-        if isinstance(r.get("items"), dict) and isinstance(w.get("items"), dict):
-            walk(r["items"], w["items"], f"{path}/items")
-
-    walk(reader.value, writer.value, "#")
-    return messages
+    (new, new_refs), (old, old_refs) = reader.value, writer.value
+    return differences(old, new, old_refs, new_refs)
 
 
 # --- Protobuf ---------------------------------------------------------------------------
 
-_MESSAGE = re.compile(r"\bmessage\s+(\w+)\s*\{")
-_FIELD = re.compile(r"^\s*(optional|required|repeated)?\s*(map\s*<[^>]*>|[\w.]+)\s+(\w+)"
-                    r"\s*=\s*(\d+)", re.MULTILINE)
 
+def _parse_protobuf(text: str, named: list[tuple[str, str]]) -> Parsed:
+    from kctl.runtime.registry import protobuf
 
-def _proto_fields(text: str) -> dict[str, dict[int, tuple[str, str]]]:
-    """message -> field number -> (label, type), from the text of a .proto file."""
-    out: dict[str, dict[int, tuple[str, str]]] = {}
-    for m in _MESSAGE.finditer(text):
-        depth, i = 1, m.end()
-        while i < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            i += 1
-        body = text[m.end():i - 1]
-        out[m.group(1)] = {int(f.group(4)): (f.group(1) or "", f.group(2))
-                           for f in _FIELD.finditer(body)}
-    return out
-
-
-def _descriptor_fields(text: str) -> tuple[str, dict[str, dict[int, tuple[str, str]]]] | None:
-    """A base64 FileDescriptorProto (what Confluent's Python serializer registers): its
-    canonical form and message -> field number -> (label, type); None for .proto text."""
-    import base64
-    import binascii
-
-    from google.protobuf import descriptor_pb2
-    from google.protobuf.message import DecodeError
-
-    file = descriptor_pb2.FileDescriptorProto()
     try:
-        file.ParseFromString(base64.b64decode(text.strip(), validate=True))
-    except (binascii.Error, ValueError, DecodeError):
-        return None
-    if not file.message_type:
-        return None
-    fd = descriptor_pb2.FieldDescriptorProto
-    entries = {}
-
-    def walk(msgs: Any, out: dict[str, dict[int, tuple[str, str]]]) -> None:
-        for m in msgs:
-            for n in m.nested_type:
-                if n.options.map_entry:
-                    entries[n.name] = "map<{},{}>".format(*(_proto_type(f) for f in n.field))
-            out[m.name] = {f.number: ("repeated" if f.label == fd.LABEL_REPEATED
-                                      and f.type_name.rsplit(".", 1)[-1] not in entries
-                                      else "required" if f.label == fd.LABEL_REQUIRED
-                                      else "optional" if f.proto3_optional else "",
-                                      entries.get(f.type_name.rsplit(".", 1)[-1])
-                                      or _proto_type(f))
-                           for f in m.field}
-            walk([n for n in m.nested_type if not n.options.map_entry], out)
-
-    fields: dict[str, dict[int, tuple[str, str]]] = {}
-    walk(file.message_type, fields)
-    canonical = base64.standard_b64encode(file.SerializeToString(deterministic=True))
-    return canonical.decode("ascii"), fields
-
-
-def _proto_type(f: Any) -> str:
-    """A field's type as .proto text names it (messages and enums by their last name)."""
-    from google.protobuf import descriptor_pb2
-
-    if f.type_name:
-        return str(f.type_name).rsplit(".", 1)[-1]
-    name = str(descriptor_pb2.FieldDescriptorProto.Type.Name(f.type))
-    return name.removeprefix("TYPE_").lower()
-
-
-def _parse_protobuf(text: str, named: list[str]) -> Parsed:
-    described = _descriptor_fields(text)
-    if described is not None:
-        return Parsed("PROTOBUF", described[0], described[1])
-    if not _MESSAGE.search(text) or text.count("{") != text.count("}"):
-        raise invalid_schema("not a Protobuf schema: no complete message definition")
-    canonical = "\n".join(line.strip() for line in text.strip().splitlines() if line.strip())
-    return Parsed("PROTOBUF", canonical, _proto_fields(text))
+        file, imports = protobuf.files(text, named)
+    except protobuf.ProtoError as e:
+        raise invalid_schema(str(e)) from e
+    if protobuf.is_base64(text):
+        canonical = base64.standard_b64encode(file.SerializeToString(deterministic=True)
+                                              ).decode("ascii")
+    else:
+        canonical = "\n".join(line.strip() for line in text.strip().splitlines()
+                              if line.strip())
+    return Parsed("PROTOBUF", canonical, (file, imports))
 
 
 def _proto_messages(reader: Parsed, writer: Parsed) -> list[str]:
-    messages: list[str] = []
-    for name, fields in reader.value.items():
-        old = writer.value.get(name, {})
-        for number, (label, type_) in fields.items():
-            if number in old and _last(old[number][1]) != _last(type_):
-                messages.append(f"FIELD_KIND_CHANGED: {name}.{number} {old[number][1]} -> {type_}")
-            if number not in old and label == "required":
-                messages.append(f"REQUIRED_FIELD_ADDED: {name}.{number}")
-    return messages
+    from kctl.runtime.registry import protobuf
+
+    (new, new_imports), (old, old_imports) = reader.value, writer.value
+    return protobuf.differences(old, new, old_imports, new_imports)
 
 
-def _last(type_: str) -> str:
-    """A type as both forms can compare it: messages by their last name, maps spaced alike."""
-    return "".join(type_.split()) if type_.startswith("map") else type_.rsplit(".", 1)[-1]
-
-
-PARSERS: dict[str, Callable[[str, list[str]], Parsed]] = {
+PARSERS: dict[str, Callable[[str, list[tuple[str, str]]], Parsed]] = {
     "AVRO": _parse_avro, "JSON": _parse_json, "PROTOBUF": _parse_protobuf}
 _CHECKS: dict[str, Callable[[Parsed, Parsed], list[str]]] = {
     "AVRO": _avro_messages, "JSON": _json_messages, "PROTOBUF": _proto_messages}
 
 
-def parse(schema_type: str, text: str, references: list[str] | None = None) -> Parsed:
+def parse(schema_type: str, text: str,
+          references: list[tuple[str, str]] | None = None) -> Parsed:
+    """A schema parsed, with its references as (name, schema text) pairs, each reference's
+    own references before it."""
     try:
         parser = PARSERS[schema_type]
     except KeyError:

@@ -88,6 +88,9 @@ class SchemaRegistry:
         self._by_id: dict[int, SchemaVersion] = {}
         self._config: dict[str | None, Compatibility] = {}
         self._mode: dict[str | None, Mode] = {}
+        # a stored schema's canonical form, by (type, text, references): parsing one may
+        # compile it (Protobuf text), and every registration compares against all of them
+        self._canonicals: dict[tuple[str, str, tuple[Reference, ...]], str] = {}
 
     def attach(self, log: RecordLog) -> None:
         self._log = log
@@ -411,21 +414,38 @@ class SchemaRegistry:
                 problems += formats.incompatibilities(old, parsed)
         return problems
 
-    def _resolve(self, references: list[Reference]) -> list[str]:
-        texts = []
+    def _resolve(self, references: list[Reference]) -> list[tuple[str, str]]:
+        """(name, schema text) of each reference, each one's own references before it."""
+        out: list[tuple[str, str]] = []
+        seen: set[tuple[str, int]] = set()
+
+        def visit(ref: Reference) -> None:
+            if (ref.subject, ref.version) in seen:
+                return
+            seen.add((ref.subject, ref.version))
+            sv = self._version(ref.subject, ref.version, False)
+            for inner in sv.references:
+                visit(inner)
+            out.append((ref.name, sv.schema))
+
         for ref in references:
-            texts.append(self._version(ref.subject, ref.version, False).schema)
-        return texts
+            visit(ref)
+        return out
 
     def _parse(self, schema_type: str, schema: str,
                references: list[Reference]) -> formats.Parsed:
         return formats.parse((schema_type or "AVRO").upper(), schema, self._resolve(references))
 
     def _canonical(self, sv: SchemaVersion) -> str:
-        try:
-            return self._parse(sv.schema_type, sv.schema, list(sv.references)).canonical
-        except RegistryError:
-            return sv.schema
+        key = (sv.schema_type, sv.schema, tuple(sv.references))
+        found = self._canonicals.get(key)
+        if found is None:
+            try:
+                found = self._parse(sv.schema_type, sv.schema, list(sv.references)).canonical
+            except RegistryError:
+                found = sv.schema
+            self._canonicals[key] = found
+        return found
 
     def _same_schema_id(self, parsed: formats.Parsed) -> int | None:
         """Confluent gives an identical schema the same id in every subject."""

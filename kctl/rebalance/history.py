@@ -337,19 +337,21 @@ def _causes(round_: dict[str, Any], previous: dict[str, Any] | None,
 def _config_causes(round_: Doc, previous: Doc, named: Sequence[Doc]) -> list[dict[str, Any]]:
     """Connectors deleted or created by config records the leader read for this round that
     no worker gave as its reason (it was joining already, for a follow-up round say), told
-    from the assignor's sets: without them such a round's revocations have no cause."""
+    from the incremental assignor's sets: without them such a round's revocations have no
+    cause. (Eager rounds revoke everything; their sets say nothing about config.)"""
     offset, before = round_.get("config_offset"), previous.get("config_offset")
-    if offset is None or before is None or int(offset) <= int(before):
+    if round_.get("protocol") == "default" or offset is None or before is None \
+            or int(offset) <= int(before):
         return []
     sets = round_.get("sets") or {}
     ran_before = {c for work in previous.get("assignments", {}).values()
                   for c in work.get("connectors", ())}
-    mentioned = {c.get("connector") for c in named}
+    mentioned = {(c["cause"], c.get("connector")) for c in [*named, *previous.get("causes", ())]}
     out: list[dict[str, Any]] = []
     for kind, cause in (("deleted", "connector deleted"), ("new", "connector created")):
         for name in sorted((sets.get(kind) or {}).get("connectors", ())):
-            if name in mentioned or (kind == "new" and name in ran_before):
-                continue  # named already, or lost work handed out again, not a creation
+            if (cause, name) in mentioned or (name in ran_before) != (kind == "deleted"):
+                continue  # named already; or lost work handed out again, not a creation
             out.append({"cause": cause, "connector": name, "worker": round_["leader"],
                         "config_offset": offset})
     return out

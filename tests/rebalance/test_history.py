@@ -82,6 +82,9 @@ def test_a_deletion_read_during_a_follow_up_round_is_named_from_the_assignors_se
         {"cause": "connector deleted", "connector": "ct2", "worker": "w1", "config_offset": 14},
         {"cause": "connector created", "connector": "ct3", "worker": "w1", "config_offset": 14}]
     assert "connector deleted: ct2 at config offset 14" in doc["rounds"][1]["trigger"]
+    # an eager round revokes everything: its sets say nothing about config
+    eager = [{**r, "protocol": "default"} for r in records]
+    assert causes(cluster_history(eager), 2) == [{"cause": "follow-up round", "worker": "w1"}]
 
 
 def test_a_round_is_explains_contract_so_the_same_renderer_prints_it():

@@ -3,10 +3,10 @@
 Kafka Connect's JMX metrics reach Prometheus through the JMX exporter as
 `kafka_connect_<group>_<attribute>` (`source-task-metrics` / `source-record-poll-total` ->
 `kafka_connect_source_task_metrics_source_record_poll_total{connector, task}`); kctl uses
-the same names, so dashboards built on them keep working. Nothing is counted here: the
-collector reads the plain counters the task loops keep (`TaskCounters`, the error
-operator's totals, the DLQ reporters') when Prometheus scrapes, so the hot loops never call
-a metrics library. A registry per worker keeps workers in one process apart.
+the same names, so dashboards built on them keep working. Nothing is counted here: when
+Prometheus scrapes, the collector asks each task loop for a `TaskSnapshot` (its plain
+`TaskCounters`, the error operator's `ErrorCounters`, its connector's own counters), so the
+hot loops never call a metrics library. A registry per worker keeps workers in one process apart.
 """
 
 from __future__ import annotations

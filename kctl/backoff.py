@@ -1,6 +1,8 @@
 """The one exponential backoff of kctl's retry loops (the CLI's wait through a rebalance,
-the herder's join retry, the error-tolerance operator's retries): each loop counts its
-attempts and asks for the delay, so the arithmetic and its cap live here once."""
+the herder's join retry, the error-tolerance operator's retries, the schema registry's
+start, the file source's unreadable files; connectors import it from `kctl.api`): each
+loop counts its attempts and asks for the delay, so the arithmetic and its cap live here
+once."""
 
 from __future__ import annotations
 
@@ -19,4 +21,8 @@ class Backoff:
 
     def delay(self, attempt: int) -> float:
         """The wait before retry `attempt` (1 is the first retry)."""
-        return float(min(self.first * self.factor ** max(attempt - 1, 0), self.cap))
+        try:
+            grown = self.first * self.factor ** max(attempt - 1, 0)
+        except OverflowError:  # a loop that retries for ever: long past the cap
+            return float(self.cap)
+        return float(min(grown, self.cap))

@@ -53,12 +53,16 @@ from kctl.api.records import (
     TopicPartition,
 )
 
+# The backoff kctl's own retry loops wait by, for a connector's retries.
+from kctl.backoff import Backoff
+
 # The errors a connector raises, so that a connector imports only this package.
 from kctl.errors import ConfigError, ConnectError, DataError, RetriableError
 
 __all__ = [
     "NO_DEFAULT",
     "AbstractConfig",
+    "Backoff",
     "ConfigDef",
     "ConfigError",
     "ConfigKey",

@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from kctl.api.records import ConnectRecord, SourceRecord
 from kctl.backoff import Backoff
@@ -253,6 +253,21 @@ FAILED_WHILE = {
 }
 
 
+@dataclass(frozen=True)
+class ErrorCounters:
+    """Kafka's task-error-metrics for one task at one moment (`RetryWithToleranceOperator.
+    counters()`): what `/metrics` reports."""
+
+    errors: int = 0  # records that failed for good (total-record-errors)
+    failures: int = 0  # failed attempts, retries included (total-record-failures)
+    retries: int = 0
+    skipped: int = 0
+    last_error_ms: int = 0
+    logged: int = 0  # errors written to the log (total-errors-logged)
+    dlq_requests: int = 0
+    dlq_failures: int = 0
+
+
 class RetryWithToleranceOperator:
     """Runs one step: retries retriable errors with capped exponential backoff and jitter
     until `retry_timeout_ms`, then fails the task (tolerance none) or reports and skips."""
@@ -286,6 +301,17 @@ class RetryWithToleranceOperator:
         self.total_skipped = 0
         self.last_error_ms = 0  # wall clock, as Kafka's last-error-timestamp
 
+    def counters(self) -> ErrorCounters:
+        """The error counters now, with the log and dead letter queue reporters' totals."""
+        logs = [r for r in self.reporters if isinstance(r, LogReporter)]
+        dlqs = [r for r in self.reporters if isinstance(r, DeadLetterQueueReporter)]
+        return ErrorCounters(
+            errors=self.total_failures, failures=self.attempt_failures,
+            retries=self.total_retries, skipped=self.total_skipped,
+            last_error_ms=self.last_error_ms, logged=sum(r.logged for r in logs),
+            dlq_requests=sum(r.produce_requests for r in dlqs),
+            dlq_failures=sum(r.produce_failures for r in dlqs))
+
     def backoff_ms(self, attempt: int) -> float:
         base = Backoff(first=300, cap=self.retry_delay_max_ms).delay(attempt)
         return base * (0.8 + 0.4 * random.random())
@@ -317,8 +343,9 @@ class RetryWithToleranceOperator:
                         self.total_retries += 1
                         self.sleep(min(self.backoff_ms(attempt), remaining_ms) / 1000)
                         continue
-                return self._fail(e, stage, executing_class, consumed, source, attempt,
-                                  tolerate)
+                # FAILED, the skipped record's marker, stands in for fn's result
+                return cast(T, self._fail(e, stage, executing_class, consumed, source,
+                                          attempt, tolerate))
 
     def _fail(self, e: Exception, stage: Stage, executing_class: str | Callable[[], str],
               consumed: LogRecord | None, source: SourceRecord | None, attempts: int,

@@ -3,70 +3,91 @@
 Kafka Connect's JMX metrics reach Prometheus through the JMX exporter as
 `kafka_connect_<group>_<attribute>` (`source-task-metrics` / `source-record-poll-total` ->
 `kafka_connect_source_task_metrics_source_record_poll_total{connector, task}`); kctl uses
-the same names, so dashboards built on them keep working. Nothing is counted here: the
-collector reads the plain counters the task loops keep (`TaskCounters`, the error
-operator's totals, the DLQ reporters') when Prometheus scrapes, so the hot loops never call
-a metrics library. A registry per worker keeps workers in one process apart.
+the same names, so dashboards built on them keep working. Nothing is counted here: when
+Prometheus scrapes, the collector asks each task loop for a `TaskSnapshot` (its plain
+`TaskCounters`, the error operator's `ErrorCounters`, its connector's own counters), so the
+hot loops never call a metrics library. A registry per worker keeps workers in one process apart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from kctl.states import State
+from kctl.runtime.tasks.base import TaskSnapshot
+from kctl.states import ConnectorStatus, State, TaskId
 
 PREFIX = "kafka_connect_"
 TASK = ["connector", "task"]
 
 
-def _family(kind: type, group: str, attribute: str, doc: str, labels: list[str]) -> Any:
+Family = CounterMetricFamily | GaugeMetricFamily
+
+
+def _family(kind: type[Family], group: str, attribute: str, doc: str,
+            labels: list[str]) -> Family:
     name = f"{PREFIX}{group}_{attribute}".replace("-", "_")
     if kind is CounterMetricFamily:
         name = name.removesuffix("_total")
     return kind(name, doc, labels=labels)
 
 
-def _connector_counters(task: Any) -> dict[str, float]:
-    """Counters a connector's task keeps itself (`metrics()`: name -> value), if any."""
-    read = getattr(task, "metrics", None)
-    if not callable(read):
-        return {}
-    try:
-        return {str(k): float(v) for k, v in read().items()}
-    except Exception:  # a connector's bug must not break the scrape
-        return {}
+class TaskView(Protocol):
+    """What the collector reads of a task loop: its counters, as one typed snapshot."""
+
+    def snapshot(self) -> TaskSnapshot: ...
+
+
+class WorkerView(Protocol):
+    """What the collector reads of a worker (`kctl.runtime.worker.Worker`)."""
+
+    @property
+    def tasks(self) -> Mapping[TaskId, TaskView]: ...
+
+    @property
+    def connectors(self) -> Mapping[str, object]: ...
+
+    @property
+    def startups(self) -> Mapping[str, Mapping[str, int]]: ...
+
+
+class StatusView(Protocol):
+    """What the collector reads of a herder: the connectors and their states."""
+
+    def connectors(self) -> list[str]: ...
+
+    def connector_status(self, name: str) -> ConnectorStatus: ...
 
 
 class WorkerCollector(Collector):
     """Reads one worker's tasks and statuses at scrape time. `worker` returns the Worker
     (None before it started); `status` the herder, for connector and task states."""
 
-    def __init__(self, worker: Callable[[], Any], herder: Any):
+    def __init__(self, worker: Callable[[], WorkerView | None], herder: StatusView):
         self._worker = worker
         self._herder = herder
 
     def collect(self) -> Iterator[Metric]:
         worker = self._worker()
-        tasks = dict(getattr(worker, "tasks", {}) or {})
-        connectors = list(getattr(worker, "connectors", {}) or {})
-        yield from self._worker_metrics(connectors, tasks)
-        yield from self._startups(getattr(worker, "startups", None))
-        yield from self._task_metrics(tasks)
+        tasks = dict(worker.tasks) if worker is not None else {}
+        connectors = list(worker.connectors) if worker is not None else []
+        yield from self._worker_metrics(connectors, len(tasks))
+        yield from self._startups(worker.startups if worker is not None else None)
+        yield from self._task_metrics({tid: wt.snapshot() for tid, wt in tasks.items()})
         yield from self._states()
 
     @staticmethod
-    def _worker_metrics(connectors: list[str], tasks: dict[Any, Any]) -> Iterator[Metric]:
+    def _worker_metrics(connectors: list[str], tasks: int) -> Iterator[Metric]:
         g = "connect-worker-metrics"
         count = _family(GaugeMetricFamily, g, "connector-count", "Connectors run here", [])
         count.add_metric([], len(connectors))
         yield count
         count = _family(GaugeMetricFamily, g, "task-count", "Tasks run here", [])
-        count.add_metric([], len(tasks))
+        count.add_metric([], tasks)
         yield count
         rebalances = _family(CounterMetricFamily, "connect-worker-rebalance-metrics",
                              "completed-rebalances-total",
@@ -76,7 +97,7 @@ class WorkerCollector(Collector):
         yield rebalances
 
     @staticmethod
-    def _startups(startups: dict[str, dict[str, int]] | None) -> Iterator[Metric]:
+    def _startups(startups: Mapping[str, Mapping[str, int]] | None) -> Iterator[Metric]:
         """connector-startup-attempts-total and its kin: starts this worker tried, and how
         they ended (a task that fails later, in its thread, started)."""
         for kind in ("connector", "task"):
@@ -89,7 +110,7 @@ class WorkerCollector(Collector):
                 yield family
 
     @staticmethod
-    def _task_metrics(tasks: dict[Any, Any]) -> Iterator[Metric]:
+    def _task_metrics(tasks: Mapping[TaskId, TaskSnapshot]) -> Iterator[Metric]:
         C, G = CounterMetricFamily, GaugeMetricFamily
         families = {
             "poll": _family(C, "source-task-metrics", "source-record-poll-total",
@@ -144,23 +165,19 @@ class WorkerCollector(Collector):
             "dlq_fail": _family(C, "task-error-metrics", "deadletterqueue-produce-failures",
                                 "Dead letter queue writes that failed", TASK),
         }
-        own: dict[str, Any] = {}
-        for tid, wt in sorted(tasks.items(), key=lambda kv: (kv[0].connector, kv[0].task)):
+        own: dict[str, Family] = {}
+        for tid, c in sorted(tasks.items(), key=lambda kv: (kv[0].connector, kv[0].task)):
             labels = [tid.connector, str(tid.task)]
-            c = getattr(wt, "counters", None)
-            if c is None:
-                continue
-            if hasattr(wt, "records_sent"):
+            if c.kind == "source":
                 families["poll"].add_metric(labels, c.polled)
-                families["write"].add_metric(labels, wt.records_sent)
+                families["write"].add_metric(labels, c.delivered)
             else:
                 families["read"].add_metric(labels, c.polled)
-                families["send"].add_metric(labels, getattr(wt, "records_put", 0))
-                lag = dict(c.lag)
-                families["lag_max"].add_metric(labels, max(lag.values(), default=0))
-                for tp, behind in sorted(lag.items()):
-                    families["lag"].add_metric([*labels, tp.topic, str(tp.partition)], behind)
-            families["stalled"].add_metric(labels, c.stall.since_ms if c.stall else 0)
+                families["send"].add_metric(labels, c.delivered)
+                families["lag_max"].add_metric(labels, max((n for *_, n in c.lag), default=0))
+                for topic, partition, behind in c.lag:
+                    families["lag"].add_metric([*labels, topic, str(partition)], behind)
+            families["stalled"].add_metric(labels, c.stalled_since_ms)
             families["batches"].add_metric(labels, c.batches)
             families["batch_max"].add_metric(labels, c.batch_size_max)
             families["batch_avg"].add_metric(labels, c.polled / c.batches if c.batches else 0)
@@ -170,18 +187,16 @@ class WorkerCollector(Collector):
             families["commit_max"].add_metric(labels, c.commit_seconds_max * 1000)
             families["commit_avg"].add_metric(
                 labels, c.commit_seconds / c.commits * 1000 if c.commits else 0)
-            op = getattr(wt, "operator", None)
-            families["errors"].add_metric(labels, getattr(op, "total_failures", 0))
-            families["failures"].add_metric(labels, getattr(op, "attempt_failures", 0))
-            families["retries"].add_metric(labels, getattr(op, "total_retries", 0))
-            families["last_error"].add_metric(labels, getattr(op, "last_error_ms", 0))
-            families["logged"].add_metric(
-                labels, sum(getattr(r, "logged", 0) for r in getattr(op, "reporters", [])))
-            families["skipped"].add_metric(labels, getattr(op, "total_skipped", 0))
-            reporters = [r for r in getattr(op, "reporters", []) if hasattr(r, "produce_requests")]
-            families["dlq"].add_metric(labels, sum(r.produce_requests for r in reporters))
-            families["dlq_fail"].add_metric(labels, sum(r.produce_failures for r in reporters))
-            for name, value in _connector_counters(getattr(wt, "task", None)).items():
+            e = c.errors
+            families["errors"].add_metric(labels, e.errors)
+            families["failures"].add_metric(labels, e.failures)
+            families["retries"].add_metric(labels, e.retries)
+            families["last_error"].add_metric(labels, e.last_error_ms)
+            families["logged"].add_metric(labels, e.logged)
+            families["skipped"].add_metric(labels, e.skipped)
+            families["dlq"].add_metric(labels, e.dlq_requests)
+            families["dlq_fail"].add_metric(labels, e.dlq_failures)
+            for name, value in c.connector.items():
                 if name not in own:  # e.g. FileSource's file-bytes-lost-total
                     own[name] = _family(C, "connector-task-metrics", name,
                                         "Counted by the connector's task", TASK)
@@ -227,7 +242,8 @@ class WorkerCollector(Collector):
         yield from by_state.values()
 
 
-def worker_registry(worker: Callable[[], Any], herder: Any) -> CollectorRegistry:
+def worker_registry(worker: Callable[[], WorkerView | None],
+                    herder: StatusView) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(WorkerCollector(worker, herder))
     return registry

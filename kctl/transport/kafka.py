@@ -135,6 +135,7 @@ _UNREACHABLE = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError.
 
 
 _REFUSED = re.compile(r"SASL|SSL|certificate|authentication", re.I)
+LIST_TOPICS_TIMEOUT_S = 10.0  # how long listing topics may wait for an answer
 
 
 class Reachability:
@@ -145,8 +146,12 @@ class Reachability:
         self.bootstrap = bootstrap
         self.last_error: str | None = None
         self.last_ok = True
+        self.refusals = 0  # handshakes the cluster refused (credentials, TLS), ever
 
     def error_cb(self, err: KafkaError) -> None:
+        if err.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL) or \
+                (err.code() in _UNREACHABLE and _REFUSED.search(err.str())):
+            self.refusals += 1
         if err.code() in _UNREACHABLE:
             # "all brokers down" after a refused handshake says less than the refusal
             if err.code() != KafkaError._ALL_BROKERS_DOWN or not self.last_error or \
@@ -585,11 +590,22 @@ class KafkaAdmin(Admin):
         return TopicSpec(name, partitions, 1, config)
 
     def list_topics(self) -> dict[str, int]:
-        try:
-            md = self._a.list_topics(timeout=10)
-        except KafkaException as e:
-            self._a.poll(0)  # serve the clients' errors: a refused TLS or SASL handshake
-            raise TransportError(self._reach.explain("cannot list topics", e.args[0])) from e
+        """Asked in short rounds for up to LIST_TOPICS_TIMEOUT_S: a cluster that refuses the
+        handshake (wrong credentials, an untrusted certificate) will not accept it by being
+        asked again, so that is said at once rather than after the whole wait."""
+        refusals = self._reach.refusals
+        deadline = time.monotonic() + LIST_TOPICS_TIMEOUT_S
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                md = self._a.list_topics(timeout=max(0.1, min(1.0, left)))
+                break
+            except KafkaException as e:
+                self._a.poll(0)  # serve the clients' errors: a refused TLS or SASL handshake
+                if e.args[0].code() not in (*_UNREACHABLE, KafkaError._TIMED_OUT) or \
+                        self._reach.refusals > refusals or time.monotonic() >= deadline:
+                    raise TransportError(self._reach.explain("cannot list topics",
+                                                             e.args[0])) from e
         return {name: len(t.partitions) for name, t in md.topics.items()
                 if not name.startswith("__")}
 

@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from kctl.api import DataError, SourceRecord
 from kctl.connectors.file import FileSourceTask
+from kctl.runtime.error_handling import ErrorCounters
 from kctl.runtime.metrics import WorkerCollector
 from kctl.runtime.tasks.base import TaskCounters
 from kctl.states import TaskId
@@ -226,8 +227,10 @@ def test_a_truncation_before_the_file_was_read_is_logged_and_counted(engine, tmp
     warning = next(r.getMessage() for r in caplog.records if "truncated" in r.getMessage())
     assert str(log_file) in warning and f"{unread} bytes" in warning
     # ... and on the worker's /metrics, next to the runtime's own counters
-    worker = SimpleNamespace(tasks={TaskId("tail", 0): SimpleNamespace(
-        task=task, counters=TaskCounters(), records_sent=0)})
+    snapshot = TaskCounters().snapshot("source", delivered=0, errors=ErrorCounters(),
+                                       connector_task=task)
+    worker = SimpleNamespace(tasks={TaskId("tail", 0): SimpleNamespace(snapshot=lambda: snapshot)},
+                             connectors={}, startups={})
     scraped = generate_latest(registry(WorkerCollector(lambda: worker, None))).decode()
     assert ('kafka_connect_connector_task_metrics_file_bytes_lost_total'
             f'{{connector="tail",task="0"}} {float(unread)}') in scraped

@@ -9,6 +9,7 @@ import uuid
 
 import httpx
 import pytest
+from support.cluster import REBALANCE_MS, REJOIN_DELAY_MS, SESSION_MS
 from support.secret_connectors import digest
 from support.waiting import through_rebalances, wait_until
 
@@ -30,8 +31,9 @@ def cluster_config(broker, group: str) -> WorkerConfig:
         "config.storage.replication.factor": 1, "offset.storage.replication.factor": 1,
         "status.storage.replication.factor": 1, "offset.storage.partitions": 2,
         "status.storage.partitions": 2,
-        "listeners": "http://127.0.0.1:0", "session.timeout.ms": 6000,
-        "heartbeat.interval.ms": 500, "rebalance.timeout.ms": 6000,
+        "listeners": "http://127.0.0.1:0", "session.timeout.ms": SESSION_MS,
+        "heartbeat.interval.ms": 500, "rebalance.timeout.ms": REBALANCE_MS,
+        "revocation.rejoin.delay.ms": REJOIN_DELAY_MS,
         "scheduled.rebalance.max.delay.ms": 0, "offset.flush.interval.ms": 200,
         "topic.creation.default.replication.factor": 1,
         "config.providers": "env", "config.providers.env.class": "env"})

@@ -24,9 +24,10 @@ from pathlib import Path
 import pytest
 import yaml
 from support.cluster import Cluster, ClusterWorker
-from support.files import committed_lines
+from support.files import committed_lines, partition_lines
 from support.waiting import wait_until
 
+from kctl.api import TopicPartition
 from kctl.group.assignors.connect import EMPTY, ConnectorsAndTasks, union_all
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]  # FileSource on Spark
@@ -42,6 +43,12 @@ SESSION_S = 6
 def write_lines(path: Path, start: int, count: int) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text("".join(f"line {i}\n" for i in range(start, start + count)))
+    tmp.rename(path)
+
+
+def write_lines_as(path: Path, lines: list[str]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(f"{line}\n" for line in lines))
     tmp.rename(path)
 
 
@@ -165,8 +172,20 @@ def test_a_killed_workers_tasks_wait_for_the_delay_then_run_on_the_survivors(kaf
         want = collections.Counter(json.dumps(f"line {i}") for i in range(LINES))
         wait_until(lambda: collections.Counter(committed_lines(outdir)) >= want, timeout=240,
                    interval=1, message="every line in the output", on_timeout=cluster.logs)
-        time.sleep(2)  # a late duplicate would show up now
-        assert collections.Counter(committed_lines(outdir)) == want
+        # Sentinel lines through the same path, written only now that every line is out:
+        # in each partition they come after every line before them. A partition's files are
+        # published in offset order (the task that took it over writes from the committed
+        # end on), so a duplicate of an earlier line would be published before the file
+        # that holds its partition's sentinel. Keyless lines go to random partitions: 200
+        # of them reach each of the three.
+        sentinels = {json.dumps(f"sentinel {i}") for i in range(200)}
+        write_lines_as(indir / "sentinels.txt", [f"sentinel {i}" for i in range(200)])
+        wait_until(lambda: all(sentinels & set(partition_lines(outdir, TopicPartition("lines", p)))
+                               for p in range(3)),
+                   timeout=120, interval=0.5, message="a sentinel in every partition",
+                   on_timeout=cluster.logs)
+        assert collections.Counter(line for line in committed_lines(outdir)
+                                   if line not in sentinels) == want
 
         # a clean stop, with nobody to replace it: a survivor that is not the leader gets
         # SIGTERM; its work waits for the delay too, then runs on the last worker

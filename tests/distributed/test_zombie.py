@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 from support.cluster import Cluster, ClusterWorker
-from support.files import committed_lines
+from support.files import committed_lines, partition_lines
 from support.waiting import wait_until
 
 from kctl.api import TopicPartition
@@ -194,11 +194,24 @@ def test_a_frozen_worker_thawed_after_its_partitions_moved_writes_nothing_more(k
         want = collections.Counter(json.dumps(f"line {i}") for i in range(total))
         wait_until(lambda: collections.Counter(committed_lines(outdir)) >= want, timeout=240,
                    interval=1, message="every line in the output", on_timeout=cluster.logs)
-        time.sleep(2)  # a late duplicate would show up now
-        got = collections.Counter(committed_lines(outdir))
+        # Sentinel lines through the same path, written only now that every line is out:
+        # in each partition they come after every line of the feed. Each partition's files
+        # are published in offset order (a new owner that rereads writes from the committed
+        # end on), so a duplicate of a line of the feed would be published before the file
+        # that holds its partition's sentinel. Lines go to random partitions: 200 of them
+        # reach each of the six.
+        sentinels = {json.dumps(f"sentinel {i}") for i in range(200)}
+        (indir / ".sentinels.tmp").write_text("".join(f"sentinel {i}\n" for i in range(200)))
+        (indir / ".sentinels.tmp").rename(indir / "sentinels.txt")
+        wait_until(lambda: all(sentinels & set(partition_lines(outdir, tp)) for tp in PARTS),
+                   timeout=120, interval=0.5, message="a sentinel in every partition",
+                   on_timeout=cluster.logs)
+        got = collections.Counter(line for line in committed_lines(outdir)
+                                  if line not in sentinels)
         assert got == want, {k: n for k, n in got.items() if n != 1 or k not in want}
         spans = ranges_ok(outdir)
-        assert sum(e - s + 1 for v in spans.values() for s, e in v) == total
+        assert sum(e - s + 1 for v in spans.values() for s, e in v) == \
+            total + sum(1 for line in committed_lines(outdir) if line in sentinels)
         assert zombie.proc.poll() is None
         fenced = FENCED.findall(zombie.log())
         assert set(fenced) <= {str(tp) for tp in held}

@@ -4,7 +4,8 @@ the loops keep."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from dataclasses import dataclass, field
+from typing import Literal
 
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -14,8 +15,29 @@ from support.waiting import wait_until
 from kctl.errors import RetriableError
 from kctl.runtime.error_handling import LogReporter, RetryWithToleranceOperator, Stage, Tolerance
 from kctl.runtime.metrics import worker_registry
-from kctl.runtime.tasks.base import TaskCounters
-from kctl.states import State, TaskId
+from kctl.runtime.tasks.base import TaskCounters, TaskSnapshot
+from kctl.states import ConnectorStatus, ConnectorType, State, TaskId, TaskStatus
+
+
+@dataclass
+class Task:
+    """A task loop as the collector sees it: counters and an error operator."""
+
+    counters: TaskCounters
+    operator: RetryWithToleranceOperator
+    kind: Literal["source", "sink"]
+    delivered: int = 0
+
+    def snapshot(self) -> TaskSnapshot:
+        return self.counters.snapshot(self.kind, delivered=self.delivered,
+                                      errors=self.operator.counters())
+
+
+@dataclass
+class Worker:
+    tasks: dict[TaskId, Task] = field(default_factory=dict)
+    connectors: dict[str, object] = field(default_factory=dict)
+    startups: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 class NoConnectors:
@@ -40,8 +62,8 @@ def test_a_sink_task_reports_batch_and_commit_averages_and_its_errors_as_kafka_n
     counters.batch(30)
     counters.committed(0.004, ok=True)
     counters.committed(0.002, ok=False)
-    task = SimpleNamespace(counters=counters, operator=op, records_put=40)
-    worker = SimpleNamespace(tasks={TaskId("orders", 0): task}, connectors={"orders": None})
+    worker = Worker(tasks={TaskId("orders", 0): Task(counters, op, "sink", delivered=40)},
+                    connectors={"orders": None})
 
     # a record that fails twice as retriable, then for good: one error, three failed attempts
     calls = iter([RetriableError("busy"), RetriableError("busy"), ValueError("bad")])
@@ -71,9 +93,8 @@ def test_a_sink_task_reports_batch_and_commit_averages_and_its_errors_as_kafka_n
 
 def test_a_task_that_never_failed_reports_zeros_not_nothing():
     counters = TaskCounters()
-    task = SimpleNamespace(counters=counters, records_sent=0,
-                           operator=RetryWithToleranceOperator(connector="c", task=1))
-    worker = SimpleNamespace(tasks={TaskId("c", 1): task}, connectors={"c": None})
+    task = Task(counters, RetryWithToleranceOperator(connector="c", task=1), "source")
+    worker = Worker(tasks={TaskId("c", 1): task}, connectors={"c": None})
     m = scrape(worker)
     t = (("connector", "c"), ("task", "1"))
     assert m[("kafka_connect_connector_task_metrics_batch_size_avg", t)] == 0
@@ -90,12 +111,11 @@ def test_task_counts_per_state_come_from_the_statuses():
         def connector_status(self, name: str):
             if name == "gone":
                 raise KeyError(name)  # deleted while scraping: left out, not an error
-            tasks = [SimpleNamespace(task=i, state=s)
-                     for i, s in enumerate([State.RUNNING, State.RUNNING, State.FAILED])]
-            return SimpleNamespace(state=State.RUNNING, tasks=tasks)
+            tasks = tuple(TaskStatus(name, i, s, "w1")
+                          for i, s in enumerate([State.RUNNING, State.RUNNING, State.FAILED]))
+            return ConnectorStatus(name, State.RUNNING, "w1", ConnectorType.SOURCE, tasks)
 
-    worker = SimpleNamespace(tasks={}, connectors={}, startups={
-        "connector": {"attempts": 2, "success": 1, "failure": 1}})
+    worker = Worker(startups={"connector": {"attempts": 2, "success": 1, "failure": 1}})
     text = generate_latest(worker_registry(lambda: worker, Herder())).decode()
     m = {(s.name, tuple(sorted(s.labels.items()))): s.value
          for f in text_string_to_metric_families(text) for s in f.samples}

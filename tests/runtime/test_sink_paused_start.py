@@ -9,8 +9,6 @@ On resume every record arrives, from the first.
 
 from __future__ import annotations
 
-import time
-
 from support import probes
 from support.inprocess import produce, running_worker, unique
 from support.waiting import wait_until
@@ -33,9 +31,17 @@ def test_a_sink_created_paused_delivers_every_record_once_resumed(tmp_path, tran
         wait_until(lambda: w.herder.connector_status(name).tasks
                    and w.herder.connector_status(name).tasks[0].state is State.PAUSED,
                    timeout=30, message="the task reports PAUSED")
-        # what is checked is that nothing happens: give the paused loop (one poll every
-        # 0.5 s) a few polls to fetch what it must not
-        time.sleep(1.5)
+        # what is checked is that nothing happens: let the paused loop poll a few times
+        # more, with its partition assigned, to fetch what it must not
+        wt = w.herder._w.tasks[task]
+        polls, real = [0], wt.while_paused
+
+        def counted() -> None:
+            real()
+            polls[0] += 1
+
+        wt.while_paused = counted
+        wait_until(lambda: polls[0] >= 3, timeout=30, message="three polls while paused")
         assert probes.WRITTEN[name] == []
         w.herder.resume_connector(name)
         wait_until(lambda: len(probes.WRITTEN[name]) >= 20, timeout=60,

@@ -56,8 +56,11 @@ def test_a_sink_whose_group_never_assigns_says_so_in_status_health_metrics_and_l
     finally:
         transport.close()
 
+    # the member is stalled once it went two rebalance timeouts (max.poll.interval.ms) and
+    # a session without a generation: test-sized, 12 s instead of 24
     settings = {"bootstrap.servers": kafka_broker.bootstrap,
-                "topic.creation.default.replication.factor": 1, **SINK_CONSUMERS}
+                "topic.creation.default.replication.factor": 1, **SINK_CONSUMERS,
+                "consumer.max.poll.interval.ms": 4000}
     caplog.set_level(logging.INFO)
     started = time.time()
     with running_worker(tmp_path / "state", settings) as w:

@@ -16,8 +16,12 @@ from support.broker import start_broker
 from support.inprocess import running_worker, unique
 from support.waiting import wait_until
 
+from kctl.runtime.tasks import source
 
-def test_a_source_whose_sends_go_unacknowledged_says_so(tmp_path, caplog):
+
+def test_a_source_whose_sends_go_unacknowledged_says_so(tmp_path, caplog, monkeypatch):
+    # test-sized: the task says it is stalled after 5 s without an acknowledgement, not 30
+    monkeypatch.setattr(source, "DELIVERY_STALL_S", 5.0)
     broker = start_broker()  # its own: this story stops it
     name = unique("stall-source")
     settings = {"bootstrap.servers": broker.bootstrap,

@@ -316,7 +316,8 @@ def test_the_schema_registry_is_served_under_the_same_tls_and_credentials(worker
     with pytest.raises(SchemaRegistryError) as refused:
         anonymous.register_schema("s-value", schema)
     assert refused.value.http_status_code == 401
-    alice = SchemaRegistryClient({"url": url, "ssl.ca.location": str(tls_files.ca),
-                                  "basic.auth.user.info": "alice:wonderland"})
-    assert alice.register_schema("s-value", schema) == 1
-    assert alice.get_subjects() == ["s-value"]
+    anonymous.close()  # (an open keep-alive connection holds the worker's stop)
+    with SchemaRegistryClient({"url": url, "ssl.ca.location": str(tls_files.ca),
+                               "basic.auth.user.info": "alice:wonderland"}) as alice:
+        assert alice.register_schema("s-value", schema) == 1
+        assert alice.get_subjects() == ["s-value"]

@@ -6,6 +6,9 @@ import contextlib
 import os
 from pathlib import Path
 
+from kctl.api import TopicPartition
+from kctl.connectors.file.sink import committed_files
+
 
 def committed_lines(outdir: Path, suffix: str = ".json") -> list[str]:
     """Lines of committed output files, in path order.
@@ -21,4 +24,14 @@ def committed_lines(outdir: Path, suffix: str = ".json") -> list[str]:
             if name.endswith(suffix) and not name.startswith("."):
                 with contextlib.suppress(FileNotFoundError):
                     lines.extend((Path(root) / name).read_text().splitlines())
+    return lines
+
+
+def partition_lines(outdir: Path, tp: TopicPartition) -> list[str]:
+    """The lines of a partition's committed files, in offset order (a file that vanished
+    between listing and reading was replaced: the next read sees its successor)."""
+    lines: list[str] = []
+    for _, _, path in committed_files(str(outdir), tp):
+        with contextlib.suppress(FileNotFoundError):
+            lines.extend(Path(path).read_text().splitlines())
     return lines

@@ -20,7 +20,9 @@ def test_produce_then_group_consume_and_commit(kafka_broker):
     assert p.flush(10) == 0
     assert len(acks) == 100 and all(err is None for _, err in acks)
 
-    c = t.consumer(f"g-{uuid.uuid4().hex[:6]}", {"fetch.wait.max.ms": 10})
+    # session test-sized: the test broker completes a JoinGroup half a session after it began
+    c = t.consumer(f"g-{uuid.uuid4().hex[:6]}", {"fetch.wait.max.ms": 10,
+                                                 "session.timeout.ms": 3000})
     assigned = []
     c.subscribe([topic], on_assign=assigned.extend)
     seen = []

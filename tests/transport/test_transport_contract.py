@@ -42,6 +42,11 @@ def transport(request, tmp_path) -> Iterator[Transport]:
     t.close()
 
 
+# Group members, test-sized: the test broker completes a JoinGroup half a session after
+# the first member's, so the consumer's default 10 s made every join take 5 s
+GROUP = {"session.timeout.ms": 3000, "heartbeat.interval.ms": 500}
+
+
 def new_topic(t: Transport, partitions: int = 3, **config: str) -> str:
     name = f"contract-{uuid.uuid4().hex[:10]}"
     t.admin().create_topics([TopicSpec(name, partitions, 1, config)])
@@ -108,7 +113,7 @@ def test_a_group_resumes_from_its_committed_offsets(transport):
     group = f"g-{uuid.uuid4().hex[:8]}"
     tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
 
-    c = transport.consumer(group)
+    c = transport.consumer(group, GROUP)
     assert c.committed(tps) == {tp: None for tp in tps}
     assigned: list[TopicPartition] = []
     c.subscribe([topic], on_assign=assigned.extend)
@@ -119,7 +124,7 @@ def test_a_group_resumes_from_its_committed_offsets(transport):
     assert c.committed(tps) == {TopicPartition(topic, 0): 4, TopicPartition(topic, 1): 7}
     c.close()
 
-    again = transport.consumer(group)
+    again = transport.consumer(group, GROUP)
     again.subscribe([topic])
     rest = drain(again, 6 + 3)
     again.close()
@@ -136,7 +141,7 @@ def test_a_seek_in_on_assign_is_where_consumption_starts(transport, strategy):
     produce(transport, [ProducerRecord(topic, f"{i}".encode(), partition=i % 2)
                         for i in range(20)])
     c = transport.consumer(f"g-{uuid.uuid4().hex[:8]}",
-                           {"partition.assignment.strategy": strategy})
+                           {**GROUP, "partition.assignment.strategy": strategy})
     starts = {0: 6, 1: 8}
 
     def rewind(partitions: list[TopicPartition]) -> None:
@@ -160,7 +165,7 @@ def test_two_members_of_a_group_split_its_partitions_and_read_each_record_once(
     topic = new_topic(transport, 4)
     group = f"g-{uuid.uuid4().hex[:8]}"
     everything = {TopicPartition(topic, p) for p in range(4)}
-    conf = {"partition.assignment.strategy": strategy, "session.timeout.ms": 6000}
+    conf = {**GROUP, "partition.assignment.strategy": strategy}
     a, b = transport.consumer(group, conf), transport.consumer(group, conf)
     read: dict[Consumer, list[LogRecord]] = {a: [], b: []}
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from kctl.api import DataError, SourceRecord, SourceTaskContext, partition_key
+from kctl.api import Backoff, DataError, SourceRecord, SourceTaskContext, partition_key
 from kctl.api.data import STRING_SCHEMA
 from kctl.connectors.file._common import list_files, owner_of, watched_dirs
 
@@ -303,7 +303,7 @@ class FileTracking:
         """One file failing is that file's problem: log it, count it, dead-letter it once
         under errors.tolerance=all, and retry it later with backoff; others keep flowing."""
         st.failures += 1
-        delay = min(_MAX_BACKOFF_S, self.interval * 2 ** min(st.failures, 16))
+        delay = Backoff(first=2 * self.interval, cap=_MAX_BACKOFF_S).delay(st.failures)
         st.retry_at = self._clock() + delay
         log.warning("Failed %s %s (attempt %d; retrying in %.1f s): %s", doing, st.path,
                     st.failures, delay, error)

@@ -6,10 +6,11 @@ import logging
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
+from kctl.runtime.error_handling import ErrorCounters
 from kctl.runtime.memory import IdleRelease
 from kctl.states import State, TaskId
 
@@ -58,6 +59,37 @@ def _close_transforms(chain: Any) -> None:
             log.warning("closing transforms failed: %s", e)
 
 
+@dataclass(frozen=True)
+class TaskSnapshot:
+    """A task's counters at one moment, as `/metrics` reports them (`WorkerTask.snapshot()`):
+    read by the scrape, never written."""
+
+    kind: Literal["source", "sink"]
+    polled: int  # source: records poll() returned; sink: records read from the log
+    delivered: int  # source: records sent to the log; sink: records put()
+    batches: int
+    batch_size_max: int
+    commits: int
+    commit_failures: int
+    commit_seconds: float
+    commit_seconds_max: float
+    lag: tuple[tuple[str, int, int], ...]  # sink: (topic, partition, records behind)
+    stalled_since_ms: int  # 0: not stalled
+    errors: ErrorCounters
+    connector: Mapping[str, float]  # what the connector's task counts itself (`metrics()`)
+
+
+def _connector_counters(task: Any) -> dict[str, float]:
+    """Counters a connector's task keeps itself (`metrics()`: name -> value), if any."""
+    read = getattr(task, "metrics", None)
+    if not callable(read):
+        return {}
+    try:
+        return {str(k): float(v) for k, v in read().items()}
+    except Exception:  # a connector's bug must not break the scrape
+        return {}
+
+
 @dataclass
 class TaskCounters:
     """Plain counters the task thread bumps once per batch; `/metrics` reads them when it
@@ -86,6 +118,19 @@ class TaskCounters:
         if seconds > self.commit_seconds_max:
             self.commit_seconds_max = seconds
 
+    def snapshot(self, kind: Literal["source", "sink"], *, delivered: int,
+                 errors: ErrorCounters, connector_task: Any = None) -> TaskSnapshot:
+        stall = self.stall
+        return TaskSnapshot(
+            kind=kind, polled=self.polled, delivered=delivered, batches=self.batches,
+            batch_size_max=self.batch_size_max, commits=self.commits,
+            commit_failures=self.commit_failures, commit_seconds=self.commit_seconds,
+            commit_seconds_max=self.commit_seconds_max,
+            lag=tuple(sorted((tp.topic, tp.partition, behind)
+                             for tp, behind in dict(self.lag).items())),
+            stalled_since_ms=stall.since_ms if stall is not None else 0,
+            errors=errors, connector=_connector_counters(connector_task))
+
 
 class WorkerTask:
     """Lifecycle shared by both loops: thread, pause/resume, stop, failure reporting."""
@@ -105,6 +150,10 @@ class WorkerTask:
         self.started_count = 0
         self.counters = TaskCounters()
         self.idle_release = IdleRelease(clock)
+
+    def snapshot(self) -> TaskSnapshot:
+        """The task's counters now, for `/metrics` (any thread)."""
+        raise NotImplementedError
 
     # -- control (any thread) --------------------------------------------------------------
     def start(self) -> None:

@@ -31,6 +31,7 @@ from kctl.runtime.error_handling import (
 )
 from kctl.runtime.tasks.base import (
     StatusListener,
+    TaskSnapshot,
     Transforms,
     WorkerTask,
     _class_name,
@@ -107,6 +108,10 @@ class WorkerSinkTask(WorkerTask):
         self.task_paused: set[TopicPartition] = set()  # by the task (its context's pause)
         self._last_records = self.clock()
         self._fetch_stall: Stall | None = None
+
+    def snapshot(self) -> TaskSnapshot:
+        return self.counters.snapshot("sink", delivered=self.records_put,
+                                      errors=self.operator.counters(), connector_task=self.task)
 
     def initialize_and_start(self) -> None:
         self.task.initialize(_SinkTaskContext(self))

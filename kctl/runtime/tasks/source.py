@@ -32,6 +32,7 @@ from kctl.runtime.source_positions import (
 )
 from kctl.runtime.tasks.base import (
     StatusListener,
+    TaskSnapshot,
     Transforms,
     WorkerTask,
     _class_name,
@@ -126,6 +127,10 @@ class WorkerSourceTask(WorkerTask):
         after them): True when everything sent is acknowledged."""
         self._send_unsent()
         return self.producer.flush(self.commit_timeout) == 0
+
+    def snapshot(self) -> TaskSnapshot:
+        return self.counters.snapshot("source", delivered=self.records_sent,
+                                      errors=self.operator.counters(), connector_task=self.task)
 
     def initialize_and_start(self) -> None:
         self.positions.recover()

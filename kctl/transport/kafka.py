@@ -673,3 +673,5 @@ class KafkaTransport(Transport):
 
     def close(self) -> None:
         self._admin.close()
+        if self.member_ids is not None:
+            self.member_ids.close()

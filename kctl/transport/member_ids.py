@@ -119,3 +119,11 @@ class MemberIds:
         """The member closed: its id stays on file for the next member of this group."""
         with self._lock, contextlib.suppress(KeyError):
             self._in_use.remove((group_id, member_id))
+
+    def close(self) -> None:
+        """Release the file's lock (the process exiting does too)."""
+        with self._lock:
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+            self._lock_fd, self._owned = None, None
+            self._in_use.clear()

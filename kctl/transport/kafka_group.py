@@ -155,7 +155,7 @@ class BrokerGroupDriver:
         self.member = member
         # the member ids this worker's members held before (kctl/transport/member_ids.py)
         self._member_ids = member_ids
-        self._kept_id = ""
+        self._kept_id, self._kept_leads = "", False
         self._lock = threading.RLock()  # the member and the requests: poll's and heartbeats'
         self._polling = False
         self._closed = threading.Event()
@@ -390,12 +390,12 @@ class BrokerGroupDriver:
     def _keep_member_id(self) -> None:
         # the id stays on file after a LeaveGroup: the next process joins with it (a
         # coordinator that no longer knows it says so)
-        member_id = self.member.member_id
-        if self._member_ids is None or member_id == self._kept_id or \
-                (not member_id and self.member.state is MemberState.UNJOINED):
+        member_id, leads = self.member.member_id, self.member.is_leader
+        if self._member_ids is None or (member_id, leads) == (self._kept_id, self._kept_leads) \
+                or (not member_id and self.member.state is MemberState.UNJOINED):
             return
-        self._member_ids.replace(self.group_id, self._kept_id, member_id)
-        self._kept_id = member_id
+        self._member_ids.replace(self.group_id, self._kept_id, member_id, leads=leads)
+        self._kept_id, self._kept_leads = member_id, leads
 
     # -- requests ------------------------------------------------------------------------------
     def _find_coordinator(self) -> Any:

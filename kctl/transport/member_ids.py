@@ -10,8 +10,8 @@ It matters most after a full stop: a coordinator that keeps a group re-forming u
 leader that has left (the test broker does, see CONTRIBUTING.md) hands the leadership back
 when that member id joins again, so the group forms once the workers that held it return.
 
-One file per worker (`group-members.json`: group id -> member ids). A member takes an id no
-other member of this process holds, replaces it when the coordinator gives it another, and
+One file per worker (`group-members.json`: group id -> member ids, the one that last led the
+group first). A member takes the first id no other member of this process holds, replaces it when the coordinator gives it another, and
 gives it back (still on file) when it closes. The process that uses the file holds a lock
 on it (`group-members.lock`): a second worker started with the same `state.dir` keeps no
 ids, so two live processes never join as one member.
@@ -98,22 +98,25 @@ class MemberIds:
                     return member_id
             return ""
 
-    def replace(self, group_id: str, old: str, new: str) -> None:
-        """A member's id changed from `old` to `new` ('' for none)."""
-        if old == new:
-            return
+    def replace(self, group_id: str, old: str, new: str, *, leads: bool = False) -> None:
+        """A member's id changed from `old` to `new` ('' for none); `leads`: it leads the
+        group's generation, so it goes first (the next process's first member of this group
+        takes it)."""
         with self._lock:
             if not self._own():
                 return
             data = self._read()
-            ids = [m for m in data.get(group_id, []) if m != old]
+            ids = [m for m in data.get(group_id, []) if m not in (old, new)]
             self._in_use.discard((group_id, old))
             if new:
                 self._in_use.add((group_id, new))
-                if new not in ids:
+                if leads:
+                    ids.insert(0, new)
+                else:
                     ids.append(new)
-            data[group_id] = ids
-            self._write(data)
+            if ids != data.get(group_id, []):
+                data[group_id] = ids
+                self._write(data)
 
     def give_back(self, group_id: str, member_id: str) -> None:
         """The member closed: its id stays on file for the next member of this group."""

@@ -1,8 +1,8 @@
 """A worker's group members join with the member ids its previous process held.
 
 Stories: the record under `state.dir` hands each member an id no other member of the process
-holds, follows the ids the coordinator gives, keeps them after the members close, and is
-used by one process at a time. On the test broker, a sink group whose leader left while the
+holds, the one that last led the group first, follows the ids the coordinator gives, keeps
+them after the members close, and is used by one process at a time. On the test broker, a sink group whose leader left while the
 group re-formed (every later member waits for an assignment nobody sends, see
 CONTRIBUTING.md) forms again once a consumer of the worker that led it joins: it joins with
 the leader's member id and is the leader again.
@@ -28,9 +28,11 @@ def test_members_take_distinct_ids_follow_new_ones_and_keep_them_after_closing(t
     assert ids.take("g") == ""
     ids.replace("g", "", "a")
     ids.replace("g", "", "b")
+    assert json.loads((tmp_path / FILE_NAME).read_text()) == {"g": ["a", "b"]}
+    ids.replace("g", "b", "b", leads=True)  # b leads the group: its id goes first
     ids.give_back("g", "a")
     ids.give_back("g", "b")
-    assert json.loads((tmp_path / FILE_NAME).read_text()) == {"g": ["a", "b"]}
+    assert json.loads((tmp_path / FILE_NAME).read_text()) == {"g": ["b", "a"]}
 
     first, second = ids.take("g"), ids.take("g")
     assert {first, second} == {"a", "b"} and ids.take("g") == ""  # no id twice

@@ -387,6 +387,29 @@ class BrokerGroupDriver:
             elif not isinstance(action, ScheduleTimer):  # timers: member.next_deadline()
                 raise TransportError(f"group {self.group_id}: unexpected action {action!r}")
 
+    def _resume_leader(self, actions: list[Any]) -> bool:
+        """The coordinator names as leader a member id this worker's previous process held
+        (on file, and no member of this process holds it): that process is gone, so this
+        member leaves under its own id and joins as that one, taking its membership and
+        leadership over (Kafka would otherwise wait for it to expire; a coordinator that
+        no longer knows the id answers UNKNOWN_MEMBER_ID and it joins anew). Instead of
+        `actions` (its SyncGroup as a follower)."""
+        m = self.member
+        if self._member_ids is None or m.state is not MemberState.AWAITING_SYNC or \
+                m.is_leader or not m.leader or \
+                not self._member_ids.claim(self.group_id, m.leader):
+            return False
+        leader, own = m.leader, m.member_id
+        log.info("group %s: the coordinator names %s as leader, a member id this worker held "
+                 "before; member %s leaves and joins as that member", self.group_id, leader, own)
+        self._act([a for a in actions if not isinstance(a, Send)])
+        self._act(m.handle(Leave(f"joining as {leader}, held before"), self._now()))
+        self._member_ids.replace(self.group_id, own, "")
+        self._kept_id, self._kept_leads = leader, False
+        m.member_id = leader
+        self._act(m.handle(Start(), self._now()))
+        return True
+
     def _keep_member_id(self) -> None:
         # the id stays on file after a LeaveGroup: the next process joins with it (a
         # coordinator that no longer knows it says so)
@@ -529,6 +552,8 @@ class BrokerGroupDriver:
                 continue
             completed = self.member.last_completed_generation
             actions = self.member.handle(response, self._now())
+            if isinstance(response, JoinGroupResponse) and self._resume_leader(actions):
+                continue
             if self.member.last_completed_generation == completed:
                 self._act(actions)
                 continue

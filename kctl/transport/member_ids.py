@@ -98,6 +98,15 @@ class MemberIds:
                     return member_id
             return ""
 
+    def claim(self, group_id: str, member_id: str) -> bool:
+        """Take this id if it is on file and no member of this process holds it."""
+        with self._lock:
+            if not member_id or not self._own() or (group_id, member_id) in self._in_use \
+                    or member_id not in self._read().get(group_id, []):
+                return False
+            self._in_use.add((group_id, member_id))
+            return True
+
     def replace(self, group_id: str, old: str, new: str, *, leads: bool = False) -> None:
         """A member's id changed from `old` to `new` ('' for none); `leads`: it leads the
         group's generation, so it goes first (the next process's first member of this group

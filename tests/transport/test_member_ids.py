@@ -2,10 +2,11 @@
 
 Stories: the record under `state.dir` hands each member an id no other member of the process
 holds, the one that last led the group first, follows the ids the coordinator gives, keeps
-them after the members close, and is used by one process at a time. On the test broker, a sink group whose leader left while the
-group re-formed (every later member waits for an assignment nobody sends, see
-CONTRIBUTING.md) forms again once a consumer of the worker that led it joins: it joins with
-the leader's member id and is the leader again.
+them after the members close, and is used by one process at a time. On the test broker, a
+sink group whose leader left while the group re-formed (every later member waits for an
+assignment nobody sends, see CONTRIBUTING.md) forms again once a consumer of the worker that
+led it joins: it joins with the leader's member id and is the leader again; a member of that
+worker told of a leader it held before joins as that leader.
 """
 
 from __future__ import annotations
@@ -108,4 +109,51 @@ def test_a_group_left_by_its_leader_mid_round_forms_when_that_worker_returns(kaf
         newcomer.close()
     finally:
         for t in transports.values():
+            t.close()
+
+
+@pytest.mark.broker
+def test_a_member_told_of_a_leader_its_worker_held_before_joins_as_that_leader(
+        kafka_broker, tmp_path: Path):
+    """One worker ran both members of the group; the one its next process starts takes
+    whichever id is first on file, is told the other is the leader, and becomes it."""
+    conf = {"session.timeout.ms": 4000, "heartbeat.interval.ms": 500,
+            "max.poll.interval.ms": 10000}
+    group, topic = f"connect-{uuid.uuid4().hex[:10]}", f"mi-{uuid.uuid4().hex[:10]}"
+    everything = {TopicPartition(topic, p) for p in range(2)}
+    before = KafkaTransport(kafka_broker.bootstrap, member_ids=MemberIds(tmp_path / "w1"))
+    transports = [before]
+    try:
+        before.admin().create_topics([TopicSpec(topic, 2)])
+        members = [before.consumer(group, conf) for _ in range(2)]
+        for m in members:
+            m.subscribe([topic])
+
+        def owned(consumers: list[KafkaConsumer]) -> set[TopicPartition]:
+            for c in consumers:
+                c.poll_batch(10, 0.05)
+            return set().union(*(c.assignment() for c in consumers))
+
+        wait_until(lambda: owned(members) == everything, timeout=60,
+                   message="two members formed the group")
+        leader = next(m for m in members if m._group.member.is_leader)
+        follower = next(m for m in members if m is not leader)
+        leader_id, follower_id = (m._group.member.member_id for m in (leader, follower))
+        follower.close()
+        leader.close()
+        before.close()
+        # the follower's id first: the next process's member takes it
+        (tmp_path / "w1" / FILE_NAME).write_text(json.dumps({group: [follower_id, leader_id]}))
+
+        after = KafkaTransport(kafka_broker.bootstrap, member_ids=MemberIds(tmp_path / "w1"))
+        transports.append(after)
+        returning = after.consumer(group, conf)
+        returning.subscribe([topic])
+        wait_until(lambda: owned([returning]) == everything, timeout=60,
+                   message="the returning worker's member formed the group")
+        assert returning._group.member.member_id == leader_id
+        assert json.loads((tmp_path / "w1" / FILE_NAME).read_text()) == {group: [leader_id]}
+        returning.close()
+    finally:
+        for t in transports:
             t.close()

@@ -9,7 +9,7 @@ too (the test broker then holds both groups mid-rebalance with a leader that has
 Three new processes start with the same worker settings (same group id, same topics, same
 sink output). Another file of lines is added. The pipeline resumes without anyone's help:
 the output holds every line of both files exactly once. The time from the restart to the
-last line's arrival is printed (see docs/operations.md, "A sink that stalls").
+last line's arrival is printed (the figure in docs/rebalance.md).
 """
 
 from __future__ import annotations

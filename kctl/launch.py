@@ -62,10 +62,13 @@ def build_transport(config: WorkerConfig) -> Transport:
         return EmbeddedTransport(config.state_dir, fsync=config.get_bool("log.fsync"),
                                  assignment_strategy="cooperative-sticky")
     from kctl.transport.kafka import KafkaTransport
+    from kctl.transport.member_ids import MemberIds
 
     return KafkaTransport(config.get_list(BOOTSTRAP_SERVERS_CONFIG),
                           admin_config=config.with_prefix("admin."),
-                          security=config.kafka_security())
+                          security=config.kafka_security(),
+                          # group members join with the ids they held before a restart
+                          member_ids=MemberIds(config.state_dir))
 
 
 @dataclass(frozen=True)
@@ -286,7 +289,8 @@ class DistributedWorker(_WorkerProcess):
                                  self.config.get_str("group.id"), member, CONNECT_CODEC,
                                  security=self.config.kafka_security(),
                                  # heartbeats go on while the herder starts and stops work
-                                 heartbeat_thread=True)
+                                 heartbeat_thread=True,
+                                 member_ids=getattr(self.transport, "member_ids", None))
 
 
 def build_worker(config: WorkerConfig, plugins: Plugins | None = None

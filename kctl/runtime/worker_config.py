@@ -57,7 +57,10 @@ WORKER_CONFIG = (
             "Worker group for distributed mode (not used by a standalone worker).",
             group="Common")
     .define("state.dir", ConfigType.STRING, DEFAULT_STATE_DIR, None, Importance.HIGH,
-            "One directory for all embedded state: the log, offsets, configs and statuses.",
+            "One directory for all embedded state: the log, offsets, configs and statuses. "
+            "On a Kafka cluster it keeps the member ids the worker's group members held "
+            "(group-members.json), which they join with again after a restart; give each "
+            "worker its own.",
             group="Common")
     .define("listeners", ConfigType.LIST, ["http://127.0.0.1:8083"], None, Importance.HIGH,
             "Where the REST API listens: http://HOST:PORT or https://HOST:PORT (the first one "

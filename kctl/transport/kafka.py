@@ -52,6 +52,7 @@ from kctl.transport.base import (
     column_rows,
 )
 from kctl.transport.kafka_consumer_group import DEFAULT_STRATEGY, ConsumerGroupMember
+from kctl.transport.member_ids import MemberIds
 from kctl.transport.security import librdkafka_config, security_settings
 
 if TYPE_CHECKING:
@@ -290,8 +291,10 @@ class KafkaConsumer(Consumer):
     kctl's own (`ConsumerGroupMember`), whose rebalance callbacks run here in `poll`."""
 
     def __init__(self, conf: Mapping[str, Any], *,
-                 partition_counts: Callable[[], Mapping[str, int]] | None = None):
+                 partition_counts: Callable[[], Mapping[str, int]] | None = None,
+                 member_ids: MemberIds | None = None):
         self._c = KConsumer(_clean(conf))
+        self._member_ids = member_ids
         self._conf = conf  # with the group's settings, which librdkafka does not get
         if "partition.assignment.strategy" in conf:  # a bad one fails now, not at a join
             assignment_strategy(conf["partition.assignment.strategy"])
@@ -324,7 +327,8 @@ class KafkaConsumer(Consumer):
                                  "without a view of the cluster's topics")
         self._group = ConsumerGroupMember(str(self._conf["bootstrap.servers"]), group_id,
                                           topics, self._conf, self._partition_counts,
-                                          security=security_settings(self._conf))
+                                          security=security_settings(self._conf),
+                                          member_ids=self._member_ids)
         self._group.start()
 
     def stall(self) -> Stall | None:
@@ -635,10 +639,13 @@ class KafkaTransport(Transport):
 
     def __init__(self, bootstrap_servers: Sequence[str] | str, *,
                  admin_config: Mapping[str, Any] | None = None,
-                 security: Mapping[str, Any] | None = None):
+                 security: Mapping[str, Any] | None = None,
+                 member_ids: MemberIds | None = None):
         """`security`: the worker-level security.protocol, ssl.* and sasl.* settings, the
         base of every client's config (producer.*, consumer.*, admin.* and overrides
-        replace them key by key)."""
+        replace them key by key). `member_ids`: a worker's record of the member ids its
+        consumers held in their groups, which they join with again."""
+        self.member_ids = member_ids
         servers = bootstrap_servers if isinstance(bootstrap_servers, str) else ",".join(bootstrap_servers)
         self.bootstrap = servers
         self.reachability = Reachability(servers)
@@ -672,7 +679,8 @@ class KafkaTransport(Transport):
         user = {k: v for k, v in (config or {}).items() if not k.startswith(_PRIVATE)}
         conf = {**self._base, **CONSUMER_DEFAULTS, **user}
         conf["group.id"] = group_id or f"kctl-reader-{uuid.uuid4().hex}"
-        return KafkaConsumer(conf, partition_counts=self._admin.list_topics)
+        return KafkaConsumer(conf, partition_counts=self._admin.list_topics,
+                             member_ids=self.member_ids if group_id else None)
 
     def admin(self, config: Mapping[str, Any] | None = None) -> Admin:
         if config is None:
@@ -681,3 +689,5 @@ class KafkaTransport(Transport):
 
     def close(self) -> None:
         self._admin.close()
+        if self.member_ids is not None:
+            self.member_ids.close()

@@ -36,6 +36,7 @@ from kctl.group.protocol import GroupMember, MemberFailed, MemberState, StartWor
 from kctl.transport.assignor_plugins import assignment_strategy
 from kctl.transport.base import GenerationWatch, Stall
 from kctl.transport.kafka_group import CONSUMER_CODEC, BrokerGroupDriver
+from kctl.transport.member_ids import MemberIds
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,7 @@ class ConsumerGroupMember:
     def __init__(self, bootstrap: str, group_id: str, topics: Sequence[str],
                  config: Mapping[str, Any], partition_counts: Callable[[], Mapping[str, int]],
                  *, security: Mapping[str, Any] | None = None,
+                 member_ids: MemberIds | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time):
         self.group_id = group_id
@@ -85,7 +87,7 @@ class ConsumerGroupMember:
             heartbeat_interval_ms=int(config.get("heartbeat.interval.ms",
                                                  DEFAULT_HEARTBEAT_INTERVAL_MS)))
         self.driver = BrokerGroupDriver(bootstrap, group_id, self.member, CONSUMER_CODEC,
-                                        security=security)
+                                        security=security, member_ids=member_ids)
         self._work: deque[GroupWork] = deque()
         self._calls: deque[Callable[[], None]] = deque()
         self._closing = threading.Event()

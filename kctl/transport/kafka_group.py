@@ -60,6 +60,7 @@ from kctl.group.protocol import (
     StartWork,
     StopWork,
 )
+from kctl.transport.member_ids import MemberIds
 
 log = logging.getLogger(__name__)
 
@@ -148,9 +149,13 @@ class BrokerGroupDriver:
                  codec: GroupCodec[Any, Any], *, request_timeout_ms: int = 30_000,
                  security: Mapping[str, Any] | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], float] = time.time, heartbeat_thread: bool = False):
+                 wall_clock: Callable[[], float] = time.time, heartbeat_thread: bool = False,
+                 member_ids: MemberIds | None = None):
         self.group_id = group_id
         self.member = member
+        # the member ids this worker's members held before (kctl/transport/member_ids.py)
+        self._member_ids = member_ids
+        self._kept_id, self._kept_leads = "", False
         self._lock = threading.RLock()  # the member and the requests: poll's and heartbeats'
         self._polling = False
         self._closed = threading.Event()
@@ -193,6 +198,11 @@ class BrokerGroupDriver:
                                  f"group {self.group_id} (security.protocol={protocol}): "
                                  f"{e}") from e
         with self._lock:
+            if self._member_ids is not None and not self.member.member_id:
+                self.member.member_id = self._kept_id = self._member_ids.take(self.group_id)
+                if self._kept_id:
+                    log.info("group %s: joining with member id %s, held before",
+                             self.group_id, self._kept_id)
             self._act(self.member.handle(Start(), self._now()))
         if self._heartbeats is not None:
             self._heartbeats.start()
@@ -244,6 +254,8 @@ class BrokerGroupDriver:
 
     def close(self) -> None:
         self._closed.set()
+        if self._member_ids is not None and self._kept_id:
+            self._member_ids.give_back(self.group_id, self._kept_id)
         if self._heartbeats is not None and self._heartbeats.is_alive():
             self._heartbeats.join(5)
         if self._client is not None:
@@ -355,6 +367,7 @@ class BrokerGroupDriver:
         return int(self._clock() * 1000)
 
     def _act(self, actions: list[Any]) -> None:
+        self._keep_member_id()
         for action in actions:
             if isinstance(action, Send):
                 self._recorder.sent(action.request, int(self._wall_clock() * 1000))
@@ -373,6 +386,39 @@ class BrokerGroupDriver:
                 self._work.append(action)
             elif not isinstance(action, ScheduleTimer):  # timers: member.next_deadline()
                 raise TransportError(f"group {self.group_id}: unexpected action {action!r}")
+
+    def _resume_leader(self, actions: list[Any]) -> bool:
+        """The coordinator names as leader a member id this worker's previous process held
+        (on file, and no member of this process holds it): that process is gone, so this
+        member leaves under its own id and joins as that one, taking its membership and
+        leadership over (Kafka would otherwise wait for it to expire; a coordinator that
+        no longer knows the id answers UNKNOWN_MEMBER_ID and it joins anew). Instead of
+        `actions` (its SyncGroup as a follower)."""
+        m = self.member
+        if self._member_ids is None or m.state is not MemberState.AWAITING_SYNC or \
+                m.is_leader or not m.leader or \
+                not self._member_ids.claim(self.group_id, m.leader):
+            return False
+        leader, own = m.leader, m.member_id
+        log.info("group %s: the coordinator names %s as leader, a member id this worker held "
+                 "before; member %s leaves and joins as that member", self.group_id, leader, own)
+        self._act([a for a in actions if not isinstance(a, Send)])
+        self._act(m.handle(Leave(f"joining as {leader}, held before"), self._now()))
+        self._member_ids.replace(self.group_id, own, "")
+        self._kept_id, self._kept_leads = leader, False
+        m.member_id = leader
+        self._act(m.handle(Start(), self._now()))
+        return True
+
+    def _keep_member_id(self) -> None:
+        # the id stays on file after a LeaveGroup: the next process joins with it (a
+        # coordinator that no longer knows it says so)
+        member_id, leads = self.member.member_id, self.member.is_leader
+        if self._member_ids is None or (member_id, leads) == (self._kept_id, self._kept_leads) \
+                or (not member_id and self.member.state is MemberState.UNJOINED):
+            return
+        self._member_ids.replace(self.group_id, self._kept_id, member_id, leads=leads)
+        self._kept_id, self._kept_leads = member_id, leads
 
     # -- requests ------------------------------------------------------------------------------
     def _find_coordinator(self) -> Any:
@@ -506,6 +552,8 @@ class BrokerGroupDriver:
                 continue
             completed = self.member.last_completed_generation
             actions = self.member.handle(response, self._now())
+            if isinstance(response, JoinGroupResponse) and self._resume_leader(actions):
+                continue
             if self.member.last_completed_generation == completed:
                 self._act(actions)
                 continue

@@ -117,7 +117,11 @@ class MemberState(Enum):
 
 @dataclass(frozen=True)
 class Start:
-    """Application -> member: join the group."""
+    """Application -> member: join the group, as `member_id` when given (one an earlier
+    process of this worker held: a coordinator that still knows it resumes that member,
+    one that does not answers UNKNOWN_MEMBER_ID and the member joins anew)."""
+
+    member_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -292,6 +296,8 @@ class GroupMember(Generic[W]):
         )
 
     def _on_start(self, event: Start, now: int) -> list[MemberOutput[W]]:
+        if event.member_id:
+            self.member_id = event.member_id
         self.state = MemberState.JOINING
         return [self._join_request("join")]
 

@@ -198,12 +198,13 @@ class BrokerGroupDriver:
                                  f"group {self.group_id} (security.protocol={protocol}): "
                                  f"{e}") from e
         with self._lock:
+            held = ""
             if self._member_ids is not None and not self.member.member_id:
-                self.member.member_id = self._kept_id = self._member_ids.take(self.group_id)
-                if self._kept_id:
+                held = self._kept_id = self._member_ids.take(self.group_id)
+                if held:
                     log.info("group %s: joining with member id %s, held before",
-                             self.group_id, self._kept_id)
-            self._act(self.member.handle(Start(), self._now()))
+                             self.group_id, held)
+            self._act(self.member.handle(Start(held), self._now()))
         if self._heartbeats is not None:
             self._heartbeats.start()
 
@@ -406,8 +407,7 @@ class BrokerGroupDriver:
         self._act(m.handle(Leave(f"joining as {leader}, held before"), self._now()))
         self._member_ids.replace(self.group_id, own, "")
         self._kept_id, self._kept_leads = leader, False
-        m.member_id = leader
-        self._act(m.handle(Start(), self._now()))
+        self._act(m.handle(Start(leader), self._now()))
         return True
 
     def _keep_member_id(self) -> None:

@@ -29,6 +29,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.spark]
 ROWS = 300
 
 
+def payments_in(db, table: str) -> list[tuple]:
+    """The payments a sink wrote, in id order; none while the sink has not created the table."""
+    try:
+        return db.query(f"SELECT id, payer, amount, at FROM {table} ORDER BY id")
+    except Exception:
+        return []
+
+
 def config(path: Path, settings: dict) -> Path:
     path.write_text(json.dumps(settings))
     return path
@@ -125,10 +133,7 @@ def test_a_format_through_a_worker_with_confluents_clients(fmt: Format, tmp_path
         first.flush(30)
 
         def table() -> list[tuple]:
-            try:
-                return db.query("SELECT id, payer, amount, at FROM payments ORDER BY id")
-            except Exception:
-                return []
+            return payments_in(db, "payments")
 
         wait_until(lambda: len(table()) >= ROWS, timeout=180, interval=0.5,
                    message="every payment in PostgreSQL", on_timeout=lambda: worker.log()[-3000:])
@@ -300,10 +305,7 @@ def test_protobuf_registered_as_proto_text_reaches_the_table(tmp_path, postgres_
         producer.flush(30)
 
         def table() -> list[tuple]:
-            try:
-                return db.query("SELECT id, payer, amount, at FROM text_payments ORDER BY id")
-            except Exception:
-                return []
+            return payments_in(db, "text_payments")
 
         wait_until(lambda: len(table()) >= rows, timeout=180, interval=0.5,
                    message="every payment in PostgreSQL", on_timeout=lambda: worker.log()[-3000:])

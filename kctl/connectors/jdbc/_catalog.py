@@ -189,6 +189,14 @@ class Catalog:
 
     def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         """Rows of one query, in a transaction that ends right away."""
+        return self._run(sql, params)[1]
+
+    def result_names(self, sql: str) -> list[str]:
+        """The names of the columns of `sql`'s result, as the driver describes them (give
+        it `WHERE 1=0`: the database plans the query and returns no rows)."""
+        return self._run(sql, ())[0]
+
+    def _run(self, sql: str, params: Sequence[Any]) -> tuple[list[str], list[tuple]]:
         with self._lock:
             if self._conn is None:
                 self._conn = self._connect()
@@ -199,9 +207,10 @@ class Catalog:
                     cur.execute(sql, tuple(params))
                 else:
                     cur.execute(sql)
-                rows = list(cur.fetchall()) if cur.description else []
+                described = cur.description
+                rows = list(cur.fetchall()) if described else []
                 conn.rollback()
-                return rows
+                return [str(d[0]) for d in described or ()], rows
             except Exception as e:
                 self.close()
                 raise ConnectError(f"{redact_url(self.url)}: {self.scrub(one_line(e))}") from e

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from kctl.api import ConnectError, DataError, Schema, SourceBatch, SourceRecord
 from kctl.api.arrow import arrow_schema_to_connect
 from kctl.api.data import STRING_SCHEMA
-from kctl.connectors.jdbc._catalog import Catalog
+from kctl.connectors.jdbc._catalog import Catalog, Column
 from kctl.connectors.jdbc._common import Dialect, one_line
 from kctl.connectors.jdbc._source_settings import TS_COLUMN, _Settings
 from kctl.connectors.jdbc._source_sql import _ddl_name, _Table
@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger("kctl.connectors.jdbc.source")
+
+# reads of one range whose columns changed meanwhile before the read counts as failed
+_READS_PER_FETCH = 3
 
 
 @dataclass(slots=True)
@@ -174,10 +177,59 @@ class _Fetching:
     def _fetch(self, t: _Table, sql: str, partition: tuple[str, int, int, int] | None = None,
                sort: str | None = None) -> _Rows:
         """The rows of `sql` as Arrow, sorted into offset order, with the rows that failed
-        conversion set aside. A Spark read that fails is read again through the DB-API
-        driver, row by row: rows that convert are kept, the others are reported."""
+        conversion set aside; read again when the table's columns changed meanwhile
+        (`_read_whole`). Nothing of the table's position moves before this returns, so
+        a read set aside costs a Spark job and nothing else."""
         if self.s.suffix:
             sql = f"{sql} {self.s.suffix}"  # query.suffix: after the whole SELECT
+        for _ in range(_READS_PER_FETCH):
+            table, bad, raw = self._read_rows(t, sql, partition)
+            if self._read_whole(t, table.column_names):
+                return self._prepare(t, table, bad, sort, raw)
+        raise ConnectError(f"The columns of {t.label} changed during each of "
+                           f"{_READS_PER_FETCH} reads in a row")
+
+    def _read_whole(self, t: _Table, read: list[str]) -> bool:
+        """Whether a read just done had every column its rows had, as the task knows them.
+
+        Spark's JDBC source asks for a query's columns with one statement and reads the
+        rows with another that names those columns: a column added in between (and a row
+        written with it) is read without it, silently. Spark cannot be made to take both
+        from one result set, so the columns are asked for again after the read, with one
+        metadata query (the table's catalog columns; a query's columns as the driver
+        describes `SELECT * ... WHERE 1=0`, which is what Spark itself sends): a column
+        there now that the read lacks was either added after the read (its rows came
+        later too, and the next read has them) or before the rows were read, so the read
+        is set aside and done again. A table whose columns differ from those the task
+        typed it by (types, nullability, a column added or dropped) is described afresh
+        first, so the new read has the right customSchema and the rows the right types.
+        """
+        got = {n for n in read if n != TS_COLUMN}
+        if t.name is None:
+            now = self._catalog.result_names(f"SELECT * FROM {t.base} WHERE 1=0")
+            missing = sorted({n for n in now if n != TS_COLUMN} - got)
+            if missing:
+                log.info("%s gained %s while it was read; reading the same rows again",
+                         t.label, ", ".join(missing))
+            return not missing
+        columns = self._catalog.columns(t.name)
+        if not columns:  # dropped since: the next read finds it gone
+            return True
+        missing = sorted({c.name for c in columns} - got)
+        if not missing and columns == t.columns:
+            return True
+        log.info("The columns of %s changed while it was read (now %s); reading the same "
+                 "rows again", t.label, ", ".join(c.name for c in columns))
+        self._redescribe(t, columns)
+        return False
+
+    def _redescribe(self, t: _Table, columns: list[Column]) -> None:
+        raise NotImplementedError  # the task's
+
+    def _read_rows(self, t: _Table, sql: str, partition: tuple[str, int, int, int] | None
+                   ) -> tuple[pa.Table, dict[int, str], dict[int, dict[str, Any]]]:
+        """One Spark read of `sql`. A Spark read that fails is read again through the
+        DB-API driver, row by row: rows that convert are kept, the others are reported."""
         self.reads += 1
         df: DataFrame | None = None
         try:
@@ -196,7 +248,7 @@ class _Fetching:
             log.warning("Spark could not read %s (%s); reading it row by row to find the "
                         "rows that do not convert", t.label, line)
             table, bad, raw = self._fetch_rows(df, sql, line)
-        return self._prepare(t, table, bad, sort, raw)
+        return table, bad, raw
 
     def _exists(self, t: _Table) -> bool:
         try:

@@ -343,11 +343,27 @@ class JdbcSourceTask(_Sql, _Fetching, SourceTask):
 
     def _describe(self, name: str) -> _Table | None:
         """A table's columns and keys, checked against the mode; None when it is gone."""
-        s, d = self.s, self.dialect
         columns = self._catalog.columns(name)
         if not columns:
             log.warning("Table %s no longer exists; not reading it", name)
             return None
+        return self._described(name, columns)
+
+    def _redescribe(self, t: _Table, columns: list[Column]) -> None:
+        """Type `t` by its columns now (they changed while it was read): the key, the
+        columns Spark reads as text, SQLite's types. Its offsets stay: an incrementing
+        column taken from a primary key that changed is an error, not a new position."""
+        assert t.name is not None
+        new = self._described(t.name, columns)
+        if new.inc != t.inc:
+            raise ConnectError(f"Table {t.label} changed its primary key while it was read: "
+                               f"its incrementing column would be {new.inc!r}, not {t.inc!r} "
+                               "(set incrementing.column.name)")
+        t.columns, t.key, t.chunk = new.columns, new.key, new.chunk
+        t.custom_schema = new.custom_schema
+
+    def _described(self, name: str, columns: list[Column]) -> _Table:
+        s, d = self.s, self.dialect
         names = {c.name for c in columns}
         key = self._catalog.primary_key(name)
         by_name = {c.name: c for c in columns}

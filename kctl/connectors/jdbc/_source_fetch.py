@@ -218,8 +218,9 @@ class _Fetching:
         missing = sorted({c.name for c in columns} - got)
         if not missing and columns == t.columns:
             return True
-        log.info("The columns of %s changed while it was read (now %s); reading the same "
-                 "rows again", t.label, ", ".join(c.name for c in columns))
+        log.info("The columns of %s changed while it was read (now %s%s); reading the same "
+                 "rows again", t.label, ", ".join(c.name for c in columns),
+                 f"; the read lacked {', '.join(missing)}" if missing else "")
         self._redescribe(t, columns)
         return False
 

@@ -102,11 +102,13 @@ def test_a_wrong_method_is_405_naming_every_allowed_method(worker):
 
 
 @pytest.mark.slow
-def test_schemathesis_finds_the_live_api_honest(worker, tmp_path):
+# every phase schemathesis runs by default, in two tests so that test processes share them
+@pytest.mark.parametrize("phases", ["examples,coverage", "fuzzing,stateful"])
+def test_schemathesis_finds_the_live_api_honest(worker, tmp_path, phases):
     r = subprocess.run(
         [sys.executable, "-m", "schemathesis.cli", "--config-file",
          str(HERE / "schemathesis.toml"), "run", f"{worker.rest.url}/openapi.json",
-         "--max-examples", "8", "--seed", "1", "--no-color"],
+         "--phases", phases, "--max-examples", "8", "--seed", "1", "--no-color"],
         capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-2000:]
     generated = re.search(r"(\d+) generated, (\d+) passed", r.stdout)

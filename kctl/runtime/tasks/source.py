@@ -159,13 +159,10 @@ class WorkerSourceTask(WorkerTask):
         if records and records is not FAILED:
             moved = sum(len(r) if type(r) is SourceBatch else 1 for r in records)
             self.counters.batch(moved)
+            self._wait_for_room()
             self._send(records)
         self.idle_release.tick(moved)
         self.producer.poll(0)
-        while self.submitted.in_flight >= MAX_IN_FLIGHT and not self.stopping \
-                and self._produce_error is None:
-            self.producer.poll(0.05)
-            self._check_delivery()
         if self._produce_error is not None:
             raise ConnectError(f"Failed to produce records: {self._produce_error}") \
                 from self._produce_error
@@ -174,6 +171,16 @@ class WorkerSourceTask(WorkerTask):
             self._next_commit = self.clock() + self.commit_interval
         self._check_delivery()
         return moved
+
+    def _wait_for_room(self) -> None:
+        """Polled records wait while MAX_IN_FLIGHT are unacknowledged. The wait is between
+        poll and send, so the next batch is read while the last one is acknowledged (waiting
+        after the send made a batch the size of the limit wait for its own acks before the
+        next read)."""
+        while self.submitted.in_flight >= MAX_IN_FLIGHT and not self.stopping \
+                and self._produce_error is None:
+            self.producer.poll(0.05)
+            self._check_delivery()
 
     def _check_delivery(self) -> None:
         """Records sent and none acknowledged for DELIVERY_STALL_S: the producer cannot

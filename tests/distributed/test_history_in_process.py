@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from support.waiting import wait_until
 
 from distributed.test_herder_in_process import SESSION_MS, Cluster, all_running, sharded, unique
 from kctl.group.assignors.connect import ConnectorsAndTasks, union_all
@@ -161,10 +162,21 @@ def test_a_full_restart_shows_its_shutdown_and_its_start(cluster):
     all_running(c, name, 6)
 
     # every worker stops, one after another (as with Ctrl-C on each): the group goes on
-    # without the first two, then the last one leaves an empty group
+    # without the first two, then the last one leaves an empty group. Each stop waits for
+    # the workers still up to hold everything again, so the last one leaves with it all.
+    up = list(workers)
+
+    def held_by_those_up() -> bool:
+        c.settle()
+        work = union_all(owned(c, x) for x in up)
+        return (len(work.connectors), len(work.tasks)) == (1, 6)
+
     for w in workers:
+        wait_until(held_by_those_up, message=f"{', '.join(up)} hold everything",
+                   on_timeout=c.describe)
         last_ran = owned(c, w)
         c.stop(w)
+        up.remove(w)
     last_generation = c.group.coordinator.generation
     for w in workers:
         c.start(w)

@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kctl.connectors.jdbc.source")
 
-# reads of one range whose columns changed meanwhile before the read counts as failed
+# a range read this many times in a row, its table's columns changing during each read,
+# fails that read (retried later with the task's backoff)
 _READS_PER_FETCH = 3
 
 

@@ -102,6 +102,7 @@ class SaslFront:
         self.upstream_port, self.users = upstream_port, dict(users)
         self.port = port or free_port()
         self.logins: list[tuple[str, str, bool]] = []  # (mechanism, user, succeeded)
+        self.logging_in = 0  # connections accepted whose login has not ended yet
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="sasl-front", daemon=True)
@@ -115,6 +116,15 @@ class SaslFront:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
 
+    def settle(self, timeout: float = 10.0) -> None:
+        """Wait until no login is under way, so a client closed before this cannot add one."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while self.logging_in:
+            assert time.monotonic() < deadline, f"{self.logging_in} logins still under way"
+            time.sleep(0.02)
+
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
         server = self._loop.run_until_complete(
@@ -127,9 +137,15 @@ class SaslFront:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         up_reader = up_writer = None
+        self.logging_in += 1
         try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
-            if await self._login(reader, writer, up_reader, up_writer):
+            try:
+                up_reader, up_writer = await asyncio.open_connection("127.0.0.1",
+                                                                     self.upstream_port)
+                logged_in = await self._login(reader, writer, up_reader, up_writer)
+            finally:
+                self.logging_in -= 1
+            if logged_in:
                 await self._pipe(reader, writer, up_reader, up_writer)
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
             pass

@@ -34,14 +34,25 @@ from kctl.rebalance.explain import simulate_document
 
 
 def storm_scenario(
-    protocol: str, *, connectors: int, tasks: int, workers: int, step_ms: int
+    protocol: str, *, connectors: int, tasks: int, workers: int, step_ms: int,
+    two_step_create: bool = False,
 ) -> dict[str, Any]:
-    """Connectors added one at a time, every step_ms, then removed one at a time."""
+    """Connectors added one at a time, every step_ms, then removed one at a time.
+
+    two_step_create: a create is two changes, as Kafka Connect's herder makes it: the
+    connector's config (a round hands out the connector), then the task configs the
+    connector returns once it runs (a second round hands out its tasks). Without it the
+    connector and its tasks appear together, one round (the seed's published comparison).
+    """
     names = [f"ct{i:03d}" for i in range(1, connectors + 1)]
     events: list[dict[str, Any]] = []
     at = step_ms
     for name in names:
-        events.append({"at_ms": at, "connector_add": {name: tasks}})
+        if two_step_create:
+            events.append({"at_ms": at, "connector_add": {name: 0}})
+            events.append({"at_ms": at, "tasks_change": {name: tasks}})
+        else:
+            events.append({"at_ms": at, "connector_add": {name: tasks}})
         at += step_ms
     for name in names:
         events.append({"at_ms": at, "connector_remove": name})
@@ -88,10 +99,12 @@ def phase_figures(
 
 
 def run(
-    protocol: str, *, connectors: int, tasks: int, workers: int, step_ms: int, restart_ms: int
+    protocol: str, *, connectors: int, tasks: int, workers: int, step_ms: int, restart_ms: int,
+    two_step_create: bool = False,
 ) -> dict[str, Any]:
     scenario = storm_scenario(
-        protocol, connectors=connectors, tasks=tasks, workers=workers, step_ms=step_ms
+        protocol, connectors=connectors, tasks=tasks, workers=workers, step_ms=step_ms,
+        two_step_create=two_step_create,
     )
     began = time.perf_counter()
     doc = simulate_document(scenario)

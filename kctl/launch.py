@@ -34,6 +34,7 @@ from kctl.runtime.validation import ConnectorPolicy, raise_if_invalid, validate_
 from kctl.runtime.worker import Worker
 from kctl.runtime.worker_config import (
     BOOTSTRAP_SERVERS_CONFIG,
+    FETCH_MAX_WAIT_CONFIG,
     REVOCATION_REJOIN_DELAY_CONFIG,
     WorkerConfig,
 )
@@ -67,6 +68,8 @@ def build_transport(config: WorkerConfig) -> Transport:
     return KafkaTransport(config.get_list(BOOTSTRAP_SERVERS_CONFIG),
                           admin_config=config.with_prefix("admin."),
                           security=config.kafka_security(),
+                          consumer_defaults={
+                              "fetch.wait.max.ms": config.get_int(FETCH_MAX_WAIT_CONFIG)},
                           # group members join with the ids they held before a restart
                           member_ids=MemberIds(config.state_dir))
 

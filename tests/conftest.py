@@ -9,7 +9,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 from support.broker import start_broker
-from support.cluster import SINK_CONSUMERS
+from support.cluster import FETCH_MAX_WAIT_MS, SINK_CONSUMERS
 from support.databases import Database, start_mariadb, start_postgres
 
 from kctl.runtime.spark import SparkEngine
@@ -152,7 +152,8 @@ def transport_settings(request):
     """Worker settings for each transport: the embedded log, then the real broker."""
     if request.param == "broker":
         return {"bootstrap.servers": request.getfixturevalue("kafka_broker").bootstrap,
-                "topic.creation.default.replication.factor": 1, **SINK_CONSUMERS}
+                "topic.creation.default.replication.factor": 1,
+                "fetch.max.wait.ms": FETCH_MAX_WAIT_MS, **SINK_CONSUMERS}
     return {}
 
 

@@ -25,6 +25,7 @@ from kctl.runtime.class_data import MODES as CLASS_DATA_MODES
 BOOTSTRAP_SERVERS_CONFIG = "bootstrap.servers"
 EXACTLY_ONCE_SOURCE_SUPPORT_CONFIG = "exactly.once.source.support"
 REVOCATION_REJOIN_DELAY_CONFIG = "revocation.rejoin.delay.ms"
+FETCH_MAX_WAIT_CONFIG = "fetch.max.wait.ms"
 
 DEFAULT_STATE_DIR = os.environ.get("KCTL_STATE_DIR", str(Path.home() / ".kctl" / "state"))
 
@@ -53,6 +54,14 @@ WORKER_CONFIG = (
     .define(BOOTSTRAP_SERVERS_CONFIG, ConfigType.LIST, [], None, Importance.HIGH,
             "Kafka brokers (host:port,...). Empty: the embedded durable log under state.dir.",
             group="Common")
+    .define(FETCH_MAX_WAIT_CONFIG, ConfigType.INT, 500, Range.at_least(0), Importance.LOW,
+            "How long a fetch may wait at the broker for records before it is answered "
+            "empty, for every consumer the worker opens: its config, status and offset "
+            "topics, sink tasks and topic reads (consumer.* and consumer.override.* "
+            "replace it for tasks). 500, Kafka's default: Kafka answers a waiting fetch as "
+            "soon as records arrive, so a longer wait costs no latency, only fewer requests. "
+            "A Kafka-compatible broker that answers only when the wait is over adds about "
+            "half of it to every read that waited; lower it there.", group="Common")
     .define("group.id", ConfigType.STRING, None, None, Importance.HIGH,
             "Worker group for distributed mode (not used by a standalone worker).",
             group="Common")

@@ -81,7 +81,6 @@ CONSUMER_DEFAULTS = {
     "enable.auto.commit": False,
     "auto.offset.reset": "earliest",
     "enable.partition.eof": False,
-    "fetch.wait.max.ms": 50,
     "session.timeout.ms": 10000,
     "heartbeat.interval.ms": 1000,
     "partition.assignment.strategy": DEFAULT_STRATEGY,
@@ -640,12 +639,16 @@ class KafkaTransport(Transport):
     def __init__(self, bootstrap_servers: Sequence[str] | str, *,
                  admin_config: Mapping[str, Any] | None = None,
                  security: Mapping[str, Any] | None = None,
-                 member_ids: MemberIds | None = None):
+                 member_ids: MemberIds | None = None,
+                 consumer_defaults: Mapping[str, Any] | None = None):
         """`security`: the worker-level security.protocol, ssl.* and sasl.* settings, the
         base of every client's config (producer.*, consumer.*, admin.* and overrides
         replace them key by key). `member_ids`: a worker's record of the member ids its
-        consumers held in their groups, which they join with again."""
+        consumers held in their groups, which they join with again. `consumer_defaults`:
+        worker-level settings of every consumer (its internal topics' too), under a
+        consumer's own settings."""
         self.member_ids = member_ids
+        self._consumer_defaults = dict(consumer_defaults or {})
         servers = bootstrap_servers if isinstance(bootstrap_servers, str) else ",".join(bootstrap_servers)
         self.bootstrap = servers
         self.reachability = Reachability(servers)
@@ -677,7 +680,7 @@ class KafkaTransport(Transport):
 
     def consumer(self, group_id: str | None, config: Mapping[str, Any] | None = None) -> Consumer:
         user = {k: v for k, v in (config or {}).items() if not k.startswith(_PRIVATE)}
-        conf = {**self._base, **CONSUMER_DEFAULTS, **user}
+        conf = {**self._base, **CONSUMER_DEFAULTS, **self._consumer_defaults, **user}
         conf["group.id"] = group_id or f"kctl-reader-{uuid.uuid4().hex}"
         return KafkaConsumer(conf, partition_counts=self._admin.list_topics,
                              member_ids=self.member_ids if group_id else None)

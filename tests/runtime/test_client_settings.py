@@ -257,3 +257,31 @@ def test_an_admin_override_the_client_rejects_fails_the_task_naming_it(tmp_path,
                                            "admin.override.no.such.setting": "1"})
         trace = failed_trace(w.herder, source)
     assert "admin.override.no.such.setting" in trace
+
+
+def test_the_workers_fetch_wait_is_every_consumers_and_a_consumers_own_wins(tmp_path,
+                                                                              kafka_broker):
+    """`fetch.max.wait.ms` reaches every consumer a worker opens, its internal topics'
+    readers too; Kafka's 500 ms when unset; a consumer's own setting wins."""
+    from kctl.launch import build_transport
+    from kctl.runtime.worker_config import WorkerConfig
+
+    def transport(**extra: Any) -> Any:
+        return build_transport(WorkerConfig({"bootstrap.servers": kafka_broker.bootstrap,
+                                             "state.dir": str(tmp_path / unique("s")),
+                                             **extra}))
+
+    def wait_of(consumer: Any) -> int:
+        wait = int(consumer._conf["fetch.wait.max.ms"])
+        consumer.close()
+        return wait
+
+    tuned, default = transport(**{"fetch.max.wait.ms": 120}), transport()
+    try:
+        assert wait_of(tuned.consumer(None, {"kctl.passive": "true"})) == 120  # a log reader
+        assert wait_of(tuned.consumer(unique("g"), {})) == 120
+        assert wait_of(tuned.consumer(unique("g"), {"fetch.wait.max.ms": 25})) == 25
+        assert wait_of(default.consumer(None, {})) == 500
+    finally:
+        tuned.close()
+        default.close()

@@ -28,6 +28,11 @@ SINK_CONSUMERS = {"consumer.session.timeout.ms": 4000, "consumer.heartbeat.inter
 # rejoins a little later, so the others' assignments of that generation arrive first and a
 # join takes Kafka's two generations, not three or four.
 REJOIN_DELAY_MS = 1200
+# The test broker answers a waiting fetch only when its wait is over, so a record written
+# meanwhile is read that much later; Kafka's 500 ms would slow every config, status and
+# record hand-over, 50 ms would make every idle consumer of three workers fetch 20 times a
+# second (about 1.5% of a core of broker time each).
+FETCH_MAX_WAIT_MS = 200
 
 
 def cluster_settings(bootstrap: str, group: str, **extra: Any) -> dict[str, Any]:
@@ -41,7 +46,7 @@ def cluster_settings(bootstrap: str, group: str, **extra: Any) -> dict[str, Any]
         "status.storage.partitions": 2, "topic.creation.default.replication.factor": 1,
         "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 500,
         "rebalance.timeout.ms": REBALANCE_MS, "scheduled.rebalance.max.delay.ms": 0,
-        "revocation.rejoin.delay.ms": REJOIN_DELAY_MS,
+        "revocation.rejoin.delay.ms": REJOIN_DELAY_MS, "fetch.max.wait.ms": FETCH_MAX_WAIT_MS,
         "offset.flush.interval.ms": 200, "task.shutdown.graceful.timeout.ms": 2000,
         "spark.master": "local[1]", "spark.driver.memory": "512m",
         "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",

@@ -205,6 +205,12 @@ class GroupMember(Generic[W]):
     leader: str = ""
     owned: W = field(init=False)
     next_heartbeat_ms: int | None = None
+    # A heartbeat sent and not answered yet: the next waits for its answer, as in Kafka's
+    # clients (a coordinator that answers slowly would otherwise get one more each
+    # interval, and the client's limit of requests in flight then holds back a JoinGroup).
+    # One unanswered for a session timeout is given up, as a timed-out request is.
+    heartbeat_in_flight: bool = False
+    heartbeat_sent_ms: int = 0
     rejoin_at_ms: int | None = None
     rejoin_reason: str = ""
     # After revoking, rejoin this much later instead of at once (Kafka: at once). A broker
@@ -235,7 +241,7 @@ class GroupMember(Generic[W]):
         t[(S.UNJOINED, LeaveGroupResponse)] = self._ignore
         t[(S.UNJOINED, Leave)] = self._ignore
         # The answer to a heartbeat sent just before leaving.
-        t[(S.UNJOINED, HeartbeatResponse)] = self._ignore
+        t[(S.UNJOINED, HeartbeatResponse)] = self._on_heartbeat_response
         t[(S.JOINING, JoinGroupResponse)] = self._on_join_response
         t[(S.AWAITING_SYNC, SyncGroupResponse)] = self._on_sync_response
         t[(S.STABLE, RequestRejoin)] = self._on_request_rejoin
@@ -319,6 +325,7 @@ class GroupMember(Generic[W]):
         self.owned = self.handler.empty()
         self.generation = NO_GENERATION
         self.next_heartbeat_ms = None
+        self.heartbeat_in_flight = False  # an answer to it, if any, changes nothing now
         self.rejoin_at_ms = None
         if forget_member:
             self.member_id = ""
@@ -332,6 +339,7 @@ class GroupMember(Generic[W]):
             self.owned = self.handler.empty()
         self.state = MemberState.JOINING
         self.next_heartbeat_ms = None
+        self.heartbeat_in_flight = False
         self.rejoin_at_ms = None
         actions.append(self._join_request(reason))
         return actions
@@ -432,12 +440,14 @@ class GroupMember(Generic[W]):
 
     def _on_heartbeat_due(self, event: HeartbeatDue, now: int) -> list[MemberOutput[W]]:
         self.next_heartbeat_ms = now + (self.heartbeat_interval_ms or DEFAULT_HEARTBEAT_INTERVAL_MS)
-        return [
-            Send(Heartbeat(self.member_id, self.generation)),
-            ScheduleTimer(self.next_heartbeat_ms, "heartbeat"),
-        ]
+        timer = ScheduleTimer(self.next_heartbeat_ms, "heartbeat")
+        if self.heartbeat_in_flight and now - self.heartbeat_sent_ms < self.session_timeout_ms:
+            return [timer]
+        self.heartbeat_in_flight, self.heartbeat_sent_ms = True, now
+        return [Send(Heartbeat(self.member_id, self.generation)), timer]
 
     def _on_heartbeat_response(self, resp: HeartbeatResponse, now: int) -> list[MemberOutput[W]]:
+        self.heartbeat_in_flight = False
         if resp.error is ErrorCode.NONE or self.state is not MemberState.STABLE:
             return []
         if resp.error is ErrorCode.REBALANCE_IN_PROGRESS:

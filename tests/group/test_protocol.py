@@ -362,6 +362,30 @@ def test_a_stable_member_heartbeats_on_its_interval():
     assert m.next_deadline() == 6_000
 
 
+def test_a_heartbeat_waits_for_the_answer_to_the_one_before():
+    """A coordinator that answers slowly gets one heartbeat at a time, as from Kafka's
+    clients: piling them up fills the connection's requests in flight, and a JoinGroup
+    then cannot be sent in time."""
+    m = member("w1", eager=False)
+    bring_up(m)
+    assert sends(m.poll(3_000)) == [Heartbeat("w1", 1)]
+    for due in (6_000, 9_000):  # unanswered: the timer runs on, nothing more is sent
+        assert sends(m.poll(due)) == [] and m.next_deadline() == due + 3_000
+    assert m.handle(HeartbeatResponse(ErrorCode.NONE), 9_500) == []
+    assert sends(m.poll(12_000)) == [Heartbeat("w1", 1)]
+    # one never answered is given up after a session timeout, as a timed-out request
+    assert sends(m.poll(15_000)) == []
+    assert sends(m.poll(m.session_timeout_ms + 12_000)) == [Heartbeat("w1", 1)]
+    m.handle(HeartbeatResponse(ErrorCode.NONE), 12_000 + m.session_timeout_ms)
+    # a rebalance starts afresh: a heartbeat of the old generation blocks nothing after it
+    t = 12_000 + m.session_timeout_ms
+    assert sends(m.poll(t + 3_000)) == [Heartbeat("w1", 1)]
+    m.handle(RequestRejoin("config changed"), t + 3_100)
+    m.handle(JoinGroupResponse(ErrorCode.NONE, "w1", 2, "toy", "other"), t + 3_200)
+    m.handle(SyncGroupResponse(ErrorCode.NONE, frozenset({"a", "b"}), 2), t + 3_200)
+    assert sends(m.poll(t + 6_200)) == [Heartbeat("w1", 2)]
+
+
 def test_leaving_stops_the_work_and_says_goodbye():
     m = member("w1", eager=False)
     bring_up(m)

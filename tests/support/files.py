@@ -10,20 +10,28 @@ from kctl.api import TopicPartition
 from kctl.connectors.file.sink import committed_files
 
 
-def committed_lines(outdir: Path, suffix: str = ".json") -> list[str]:
-    """Lines of committed output files, in path order.
+def output_files(outdir: Path, suffix: str = ".json") -> list[Path]:
+    """Committed output files, in path order, while a sink may be writing.
 
-    The sink writes under dot-directories and renames or deletes them while we read, so
-    those are pruned; os.walk ignores directories that vanish under it, and a file that
-    disappears between listing and reading was a temporary one.
+    The sink writes under dot-directories and renames or deletes them while we list, so
+    those are pruned (a glob walks into them and fails when one vanishes); os.walk ignores
+    directories that vanish under it.
     """
-    lines: list[str] = []
+    found: list[Path] = []
     for root, dirs, names in os.walk(outdir):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(names):
-            if name.endswith(suffix) and not name.startswith("."):
-                with contextlib.suppress(FileNotFoundError):
-                    lines.extend((Path(root) / name).read_text().splitlines())
+        found += [Path(root) / n for n in sorted(names)
+                  if n.endswith(suffix) and not n.startswith(".")]
+    return found
+
+
+def committed_lines(outdir: Path, suffix: str = ".json") -> list[str]:
+    """Lines of committed output files, in path order (a file that disappears between
+    listing and reading was a temporary one)."""
+    lines: list[str] = []
+    for path in output_files(outdir, suffix):
+        with contextlib.suppress(FileNotFoundError):
+            lines.extend(path.read_text().splitlines())
     return lines
 
 

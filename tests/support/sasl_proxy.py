@@ -23,6 +23,7 @@ import threading
 from collections.abc import Mapping
 
 from support.broker import free_port
+from support.waiting import wait_until
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM = 58, 33
@@ -118,12 +119,8 @@ class SaslFront:
 
     def settle(self, timeout: float = 10.0) -> None:
         """Wait until no login is under way, so a client closed before this cannot add one."""
-        import time
-
-        deadline = time.monotonic() + timeout
-        while self.logging_in:
-            assert time.monotonic() < deadline, f"{self.logging_in} logins still under way"
-            time.sleep(0.02)
+        wait_until(lambda: self.logging_in == 0, timeout=timeout,
+                   message="the logins under way ended")
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 import pytest
@@ -175,6 +175,10 @@ def test_two_members_of_a_group_split_its_partitions_and_read_each_record_once(
         return a.assignment() | b.assignment() == everything and \
             not a.assignment() & b.assignment() and len(a.assignment()) == 2
 
+    def polled_until(enough: Callable[[], bool]) -> bool:
+        poll_both()  # its answer is about the assignment, not the records
+        return enough()
+
     def hand_over(c: Consumer) -> RebalanceCallback:
         """What a sink task does before a partition moves: commit where it got to."""
         return lambda tps: c.commit({tp: c.position(tp) for tp in tps})
@@ -184,15 +188,14 @@ def test_two_members_of_a_group_split_its_partitions_and_read_each_record_once(
                message="the first member holds every partition")
     produce(transport, [ProducerRecord(topic, f"{i}".encode(), partition=i % 4)
                         for i in range(40)])
-    wait_until(lambda: [poll_both()] and len(read[a]) >= 40, timeout=30,
+    wait_until(lambda: polled_until(lambda: len(read[a]) >= 40), timeout=30,
                message="the first member read the first 40 records")
     b.subscribe([topic], on_revoke=hand_over(b))
     wait_until(poll_both, timeout=45, message="the second member took half the partitions")
     assert read[b] == []  # what it took over starts where the first member had committed
     produce(transport, [ProducerRecord(topic, f"{i}".encode(), partition=i % 4)
                         for i in range(40, 80)])
-    # (poll_both's answer is about the assignment, which already holds: read until 80)
-    wait_until(lambda: [poll_both()] and len(read[a]) + len(read[b]) >= 80, timeout=30,
+    wait_until(lambda: polled_until(lambda: len(read[a]) + len(read[b]) >= 80), timeout=30,
                message="every record read")
     for c in (a, b):
         assert {r.topic_partition for r in read[c] if int(r.value) >= 40} == c.assignment()

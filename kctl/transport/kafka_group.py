@@ -67,6 +67,14 @@ log = logging.getLogger(__name__)
 __all__ = ["CONNECT_CODEC", "CONSUMER_CODEC", "BrokerGroupDriver", "GroupCodec"]
 
 _COORDINATOR_MOVED = {e.value for e in COORDINATOR_MOVED}
+
+
+def _held_back(error: BaseException) -> bool:
+    """kafka-python refuses a request while a connected node has its maximum in flight
+    (`NodeNotReadyError: Node paused: {'max_in_flight'}`): a local limit, not a lost node."""
+    from kafka.errors import NodeNotReadyError
+
+    return isinstance(error, NodeNotReadyError) and "paused" in str(error)
 _KNOWN = {e.value: e for e in MEMBER_ERRORS}
 _FENCED = {e.value for e in FENCED}
 RETRY_BACKOFF_S = 0.1
@@ -535,9 +543,17 @@ class BrokerGroupDriver:
                 continue
             self._inflight.remove(entry)
             if entry.future.exception is not None:
-                log.info("group %s: %s failed (%s); finding the coordinator again",
-                         self.group_id, type(entry.request).__name__, entry.future.exception)
-                self._coordinator = None
+                if _held_back(entry.future.exception):
+                    # the client's own in-flight limit on a connection that works: Kafka's
+                    # clients wait for a slot; the coordinator has not moved
+                    log.debug("group %s: %s held back (%s); sending it again shortly",
+                              self.group_id, type(entry.request).__name__,
+                              entry.future.exception)
+                else:
+                    log.info("group %s: %s failed (%s); finding the coordinator again",
+                             self.group_id, type(entry.request).__name__,
+                             entry.future.exception)
+                    self._coordinator = None
                 self._retry(entry)
                 continue
             code = entry.future.value.error_code

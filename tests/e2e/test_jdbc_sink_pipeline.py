@@ -2,12 +2,13 @@
 
 Records are put into the worker's embedded log before it starts (JSON envelopes, as the
 default JsonConverter reads them). The worker is SIGKILLed while the sink writes (at a
-kill point: two batches are in the table, the worker has committed no offset for the last
-one) and is started again on the same state directory: in exactly_once mode the table has
-every record exactly once (plain inserts into a table without a key); in at_least_once
-mode none is lost. Keyed records upsert and delete; rows the database rejects reach the DLQ
-with its message; a connector with a wrong password fails with one line that does not
-show it, and the worker and its other connectors keep running.
+kill point: the sink has taken two batches and written them, or all but what it still
+buffers, and the worker has committed no offset for its last write) and is started again
+on the same state directory: in exactly_once mode the table has every record exactly once
+(plain inserts into a table without a key); in at_least_once mode none is lost. Keyed
+records upsert and delete; rows the database rejects reach the DLQ with its message; a
+connector with a wrong password fails with one line that does not show it, and the worker
+and its other connectors keep running.
 """
 
 from __future__ import annotations
@@ -100,7 +101,11 @@ def test_a_sigkilled_worker_resumes_the_sink(tmp_path, db, guarantee):
         w.kctl("connector", "create", str(sink))
         wait_until(lambda: killpoints.reached(kill_point), timeout=300, interval=0.1,
                    message="the sink at its kill point", on_timeout=lambda: w.log()[-3000:])
-        assert count(db)[0] == KILL_AFTER, "the sink wrote its batches before the kill"
+        # what the sink took is in the table or in its buffer (the worker's offset commits
+        # write a buffer early when puts come slowly): rows are there, none beyond its point
+        written = count(db)[0]
+        assert 0 < written <= killpoints.taken(kill_point), \
+            f"{written} rows in the table at the kill point"
         w.kill()
         w.start()
         wait_until(lambda: count(db)[1] == RECORDS, timeout=240, interval=0.5,

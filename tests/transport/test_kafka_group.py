@@ -366,3 +366,32 @@ def test_a_worker_busy_past_its_session_keeps_it_only_with_a_heartbeat_thread(
     finally:
         for w in (w1, w2):
             w.driver.close()
+
+
+@pytest.mark.parametrize("error, coordinator_kept", [
+    ("Node paused: {'max_in_flight'}", True),  # kafka-python's own in-flight limit
+    ("Connection reset by peer", False),
+])
+def test_a_request_held_back_by_the_clients_in_flight_limit_keeps_the_coordinator(
+        error, coordinator_kept):
+    """A JoinGroup refused locally because the coordinator's connection had its maximum
+    in flight is sent again to the same coordinator; a broken connection sends the member
+    to find the coordinator again. (No broker: the answer is kafka-python's failed future.)"""
+    from kafka.errors import KafkaConnectionError, NodeNotReadyError
+    from kafka.future import Future
+
+    from kctl.group.messages import JoinGroup
+    from kctl.transport.kafka_group import _InFlight
+
+    driver = new_worker("127.0.0.1:1", "g", "w1", "sessioned").driver
+    driver._coordinator = 7
+    refused = Future().failure((NodeNotReadyError if coordinator_kept
+                                else KafkaConnectionError)(error))
+    join = JoinGroup("", "w1", "connect", (("sessioned", None),), SESSION_MS, SESSION_MS)
+    driver._inflight.append(_InFlight(join, refused))
+
+    driver._handle_answers()
+
+    assert (driver._coordinator == 7) is coordinator_kept
+    [retry] = driver._inflight
+    assert retry.request is join and retry.future is None and retry.retry_at is not None

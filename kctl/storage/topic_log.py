@@ -9,7 +9,8 @@ from the log, so every worker applies the same changes in the same order.
 Built on kctl's `Transport`, so the same log runs on a Kafka cluster and on the embedded
 log. Reading "to the end" never trusts the end offset a broker reports before anything
 was fetched alone: `Consumer.end_offsets` also takes the high watermark the last fetch
-carried, and the log re-evaluates it after every poll until its positions reach it.
+carried, and a read that reaches the end it was given checks it once more against the high
+watermark the fetches carried by then.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class LogTopic:
 class _ReadToEnd:
     done: threading.Event = field(default_factory=threading.Event)
     ends: dict[TopicPartition, int] | None = None
+    refined: bool = False  # its ends were checked against a fetched high watermark
     error: BaseException | None = None
 
 
@@ -178,38 +180,57 @@ class TopicBackedLog:
                                      f"positions behind {ends}")
             self._poll_once()
 
-    def _drain_requests(self) -> list[_ReadToEnd]:
-        out = self._pending
-        self._pending = []
+    def _settle_pending(self) -> None:
+        """Complete the requests whose ends were read. A broker may answer ListOffsets short
+        of the end (Tansu: the newest batch's base offset + 1); the fetch that delivered the
+        record before that end carried the batch's true high watermark, so a request whose
+        ends are reached takes the fetched ends once more, and is done when those are read
+        too. Only once: a log written all the time (offsets from hundreds of tasks) would
+        otherwise keep moving the end away from a reader that chases it."""
+        assert self._consumer is not None
+        fresh: dict[TopicPartition, int] | None = None
+        still: list[_ReadToEnd] = []
+        for request in self._pending:
+            assert request.ends is not None
+            if self._positions_reached(request.ends) and not request.refined:
+                if fresh is None:
+                    fresh = self._consumer.end_offsets(self._partitions)
+                request.ends = {tp: max(end, fresh.get(tp, end))
+                                for tp, end in request.ends.items()}
+                request.refined = True
+            if request.refined and self._positions_reached(request.ends):
+                request.done.set()
+            else:
+                still.append(request)
+        self._pending = still
+
+    def _new_requests(self) -> list[_ReadToEnd]:
+        out = []
         while True:
             try:
                 out.append(self._requests.get_nowait())
             except queue.Empty:
                 return out
 
+    def _drain_requests(self) -> list[_ReadToEnd]:
+        out, self._pending = self._pending + self._new_requests(), []
+        return out
+
     def _tail(self) -> None:
         assert self._consumer is not None
         while not self._stopping.is_set():
             try:
-                for request in self._drain_requests():
-                    # the end as of now: what was written before the request was made
-                    request.ends = self._consumer.end_offsets(self._partitions)
-                    self._pending.append(request)
+                new = self._new_requests()
+                if new:
+                    # the end as of now, once for every request that came meanwhile (a
+                    # hundred tasks starting at once ask together: one ListOffsets round)
+                    ends = self._consumer.end_offsets(self._partitions)
+                    for request in new:
+                        request.ends = dict(ends)
+                    self._pending += new
                 self._poll_once()
                 if self._pending:
-                    # a fetch may have carried a newer high watermark: re-check the ends
-                    fresh = self._consumer.end_offsets(self._partitions)
-                    still: list[_ReadToEnd] = []
-                    for request in self._pending:
-                        assert request.ends is not None
-                        request.ends = {tp: max(end, fresh.get(tp, end))
-                                        if end > self._consumer.position(tp) else end
-                                        for tp, end in request.ends.items()}
-                        if self._positions_reached(request.ends):
-                            request.done.set()
-                        else:
-                            still.append(request)
-                    self._pending = still
+                    self._settle_pending()
             except KctlError as e:
                 log.warning("topic %s: reading the log failed, retrying: %s", self.topic.name, e)
                 self._stopping.wait(1.0)

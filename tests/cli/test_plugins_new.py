@@ -145,9 +145,8 @@ def test_a_new_source_runs_on_a_two_worker_cluster_as_the_guide_says(tmp_path, k
 
         wait_until(spread, timeout=120, message="a task RUNNING on each worker",
                    on_timeout=lambda: workers[0].log()[-3000:])
-        wait_until(lambda: len(json.loads(workers[0].kctl(
-            "connector", "offsets", "get", "weather_station", "-o", "json").stdout)
-            ["offsets"]) == 2, timeout=60, message="both streams' offsets committed")
+        wait_until(lambda: len(workers[0].offsets("weather_station")) == 2, timeout=60,
+                   message="both streams' offsets committed")
     finally:
         for w in workers:
             w.stop()

@@ -193,8 +193,7 @@ def test_a_stopped_and_restarted_cluster_comes_back_from_its_topics(cluster, tmp
     wait_until(lambda: all(cluster.running(n, 2) for n in ("running", "paused", "stopped")),
                timeout=90, on_timeout=cluster.logs)
     wait_until(lambda: all(
-        {o["offset"]["i"] for o in json.loads(w2.kctl("connector", "offsets", "get", n,
-                                                      "-o", "json").stdout)["offsets"]}
+        {o["offset"]["i"] for o in w2.offsets(n)}
         == {29} for n in ("running", "paused", "stopped")), timeout=60,
         message="every task produced its 30 records")
     w2.kctl("connector", "pause", "paused")

@@ -54,7 +54,7 @@ def test_a_user_finds_out_why_tasks_moved(kafka_broker, tmp_path: Path):
         wait_until(lambda: w3.worker_id in cluster.placement(GEN).values(), timeout=90,
                    message="w3 runs some of the datagen's work", on_timeout=cluster.logs)
         w3.stop()
-        wait_until(lambda: ("worker left", w3.worker_id) in causes(history(w1)), timeout=90,
+        wait_until(lambda: ("worker left", w3.worker_id) in causes(history(w1)), timeout=90, interval=0.5,
                    message="a round records w3 leaving", on_timeout=cluster.logs)
         wait_until(lambda: cluster.running(GEN, 4), timeout=90, message="datagen settled")
 

@@ -110,9 +110,7 @@ def test_a_sigkilled_worker_resumes_the_sink(tmp_path, db, guarantee):
         w.start()
         wait_until(lambda: count(db)[1] == RECORDS, timeout=240, interval=0.5,
                    message="every record in the table")
-        wait_until(lambda: w.kctl("connector", "offsets", "get", "sink", "-o", "json").stdout
-                   and json.loads(w.kctl("connector", "offsets", "get", "sink", "-o", "json")
-                                  .stdout)["offsets"][0]["offset"]["kafka_offset"] == RECORDS,
+        wait_until(lambda: (o := w.offsets("sink")) and o[0]["offset"]["kafka_offset"] == RECORDS,
                    timeout=60, interval=0.5, message="the sink's offsets committed to the end")
         n, distinct = count(db)
         assert distinct == RECORDS
@@ -194,7 +192,7 @@ def test_upserts_deletes_dlq_and_a_bad_password_in_one_worker(tmp_path, postgres
                    on_timeout=lambda: f"{len(table_now())} rows, want {len(expected)}")
         dead = wait_until(lambda: len(d := json.loads(w.kctl(
             "dlq", "show", "upsert", "-o", "json").stdout)) >= len(rejected) and d,
-            timeout=60, message="every rejected row in the DLQ")
+            timeout=60, interval=0.5, message="every rejected row in the DLQ")
         assert {int(r["offset"]) for r in dead} == rejected
         assert all("orders_qty_check" in r["message"] for r in dead), dead[0]
         assert {r["exception"] for r in dead} == {"kctl.connectors.jdbc.sink.RowRejected"}

@@ -111,8 +111,7 @@ def test_a_table_is_snapshotted_then_followed_across_a_sigkill(tmp_path, postgre
         assert [t["state"] for t in st["tasks"]] == ["RUNNING", "RUNNING"], st
 
         def offsets() -> dict[str, dict]:
-            got = json.loads(w.kctl("connector", "offsets", "get", "pg", "-o", "json")
-                             .stdout)["offsets"]
+            got = w.offsets("pg")
             return {o["partition"]["table"]: o["offset"] for o in got}
 
         # the last row read, by (timestamp, id): the UPDATE committed after the INSERT (the

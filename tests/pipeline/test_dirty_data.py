@@ -167,8 +167,7 @@ def test_malformed_lines_are_dead_lettered_or_fail_the_task(
 
         # the source offsets moved past every line, bad ones included
         def committed_line(name: str) -> int | None:
-            offsets = json.loads(w.kctl("connector", "offsets", "get", name, "-o", "json")
-                                 .stdout)["offsets"]
+            offsets = w.offsets(name)
             lines = [o["offset"]["line"] for o in offsets if "file" in o["partition"]]
             return lines[0] if lines else None
 

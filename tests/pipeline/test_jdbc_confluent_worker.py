@@ -98,8 +98,7 @@ def stack(tmp_path, postgres_db) -> Iterator[tuple[Worker, object]]:
 
 
 def offsets(w: Worker, name: str) -> dict[str, dict]:
-    got = json.loads(w.kctl("connector", "offsets", "get", name, "-o", "json").stdout)
-    return {o["partition"]["table"]: o["offset"] for o in got["offsets"]
+    return {o["partition"]["table"]: o["offset"] for o in w.offsets(name)
             if "table" in o["partition"]}
 
 

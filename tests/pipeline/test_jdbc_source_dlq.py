@@ -64,8 +64,7 @@ def test_rows_that_do_not_convert_are_dead_lettered_once(tmp_path):
         assert sorted(json.loads(line)["id"] for line in committed_lines(outdir)) == good
 
         def source_offset() -> dict | None:
-            got = json.loads(w.kctl("connector", "offsets", "get", "lite", "-o", "json")
-                             .stdout)["offsets"]
+            got = w.offsets("lite")
             return got[0]["offset"] if got else None
 
         # the offset reaches the last row, which was dead-lettered, not delivered

@@ -84,8 +84,7 @@ def test_transform_failures_go_to_the_dlq_once_and_replay_after_the_fix(
                    message="every good record delivered")
 
         def source_offset() -> int | None:
-            got = json.loads(w.kctl("connector", "offsets", "get", "numbers", "-o", "json")
-                             .stdout)["offsets"]
+            got = w.offsets("numbers")
             return got[0]["offset"]["i"] if got else None
 
         # the offset reaches the last record, which was dead-lettered, not delivered
@@ -139,8 +138,7 @@ def test_transform_failures_go_to_the_dlq_once_and_replay_after_the_fix(
         trace = st["tasks"][0]["trace"]
         assert "FailOn rejects 9" in trace and "TRANSFORMATION" in trace, trace
         assert "Tolerance exceeded" in trace
-        got = json.loads(w.kctl("connector", "offsets", "get", "strict", "-o", "json")
-                         .stdout)["offsets"]
+        got = w.offsets("strict")
         assert all(o["offset"]["i"] < 9 for o in got), got
         for name in ("numbers", "sink", "sink-other"):
             assert [t["state"] for t in w.status(name)["tasks"]] == ["RUNNING"], name

@@ -231,3 +231,64 @@ def test_the_config_topic_belongs_to_the_first_group_and_refuses_another(transpo
     other.stop()
     assert raw_records(tb, settings["config.storage.topic"])["kctl-group"]["group.id"] == \
         "cluster-a"
+
+
+def test_a_hundred_reads_to_the_end_finish_while_the_log_is_written_all_the_time(transports):
+    """A hundred source tasks starting at once each read the offsets topic to its end while
+    the tasks already running keep committing offsets to it: every read finishes, and each
+    has seen every record acknowledged before it began."""
+    import threading
+
+    a, b = transports
+    topic = f"busy-{uuid.uuid4().hex[:8]}"
+    a.admin().create_topics([TopicSpec(topic, 3, 1, {"cleanup.policy": "compact"})])
+    consumed = 0
+
+    def count(_record) -> None:
+        nonlocal consumed
+        consumed += 1
+
+    reader = TopicBackedLog(b, LogTopic(topic, 3), count)
+    reader.start()
+    writing, acked = threading.Event(), [0]
+
+    def write() -> None:
+        producer = a.producer()
+        i = 0
+        while not writing.is_set():
+            for _ in range(20):
+                producer.send(ProducerRecord(topic, b"v", f"k{i}".encode(),  # none compacted
+                                             partition=i % 3))
+                i += 1
+            assert producer.flush(10) == 0
+            acked[0] = i
+        producer.close()
+
+    seen_short: list[tuple[int, int]] = []
+    failures: list[BaseException] = []
+
+    def read() -> None:
+        before = acked[0]
+        try:
+            reader.read_to_end(timeout=30)
+        except BaseException as e:  # reported below
+            failures.append(e)
+            return
+        if consumed < before:
+            seen_short.append((consumed, before))
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        readers = [threading.Thread(target=read) for _ in range(100)]
+        for r in readers:
+            r.start()
+        for r in readers:
+            r.join(60)
+    finally:
+        writing.set()
+        writer.join(30)
+        reader.stop()
+    assert failures == []
+    assert seen_short == [], "a read returned before records acknowledged earlier"
+    assert acked[0] > 0

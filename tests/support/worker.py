@@ -1,4 +1,6 @@
-"""A kctl worker in its own process, driven through the CLI as a user would.
+"""A kctl worker in its own process, driven through the CLI as a user would and watched
+through its REST API (a look at a status costs a request, not a CLI process of its own:
+stories poll statuses all the time).
 
 The worker binds port 0 (write `LISTENER` into its worker.yaml) and reports the port it got
 on its first lines ("REST API listening on URL"); `start` reads it from there, so no two
@@ -8,13 +10,13 @@ port of its own again.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -122,5 +124,24 @@ class Worker:
             raise AssertionError(f"kctl {' '.join(args)} failed: {r.stdout}{r.stderr}")
         return r
 
+    def http(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=10)
+
+    def rest(self, path: str) -> Any:
+        """GET `path`'s JSON; any other answer, or none, fails naming it."""
+        try:
+            with self.http() as c:
+                r = c.get(path)
+        except httpx.HTTPError as e:
+            raise AssertionError(f"GET {path}: {e!r}") from e
+        if r.status_code != 200:
+            raise AssertionError(f"GET {path}: {r.status_code} {r.text}")
+        return r.json()
+
     def status(self, name: str) -> dict:
-        return json.loads(self.kctl("connector", "status", name, "-o", "json").stdout)
+        """What `kctl connector status NAME -o json` prints: the REST answer."""
+        return self.rest(f"/connectors/{name}/status")
+
+    def offsets(self, name: str) -> list[dict]:
+        """What `kctl connector offsets get NAME -o json` lists."""
+        return self.rest(f"/connectors/{name}/offsets")["offsets"]

@@ -74,7 +74,10 @@ class Client:
             reason = re.sub(r"^\[Errno -?\d+\] ", "", text) or type(e).__name__
             return ClientError(f"cannot reach kctl worker at {self.url}: {reason} "
                                "(is it running? `kctl worker start`, or set --url / KCTL_URL)")
-        if isinstance(e, httpx.RemoteProtocolError) and self.url.startswith("http://"):
+        # a TLS listener answers plain HTTP with bytes that are no HTTP answer, or closes
+        # the connection with a reset: either way the likely cause is the scheme
+        if isinstance(e, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError) \
+                and self.url.startswith("http://"):
             return ClientError(f"request to {self.url}{path} failed: {e} (does the worker "
                                "listen on https? use an https:// URL)")
         return ClientError(f"request to {self.url}{path} failed: {e}")

@@ -68,3 +68,32 @@ def test_other_conflicts_and_no_timeout_answer_at_once(retry_for):
     with pytest.raises(ClientError, match="rebalance"):
         client.request("POST", "/connectors", json={"name": "c1"})
     assert seen == ["POST /connectors"] and heard == []
+
+
+@pytest.mark.parametrize("answer", ["reset", "tls"])
+def test_a_plain_url_to_a_listener_that_resets_or_speaks_tls_suggests_https(answer):
+    """What a TLS listener does to a plain HTTP request varies (an alert the client cannot
+    read as HTTP, or a reset): both point the user at https://."""
+    import socket
+    import struct
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def listener() -> None:
+        conn, _ = server.accept()
+        conn.recv(65536)
+        if answer == "reset":  # close with RST, not FIN
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        else:  # a TLS alert record: handshake failure
+            conn.sendall(bytes([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28]))
+        conn.close()
+
+    t = threading.Thread(target=listener, daemon=True)
+    t.start()
+    client = Client(f"http://127.0.0.1:{server.getsockname()[1]}", timeout=10)
+    with pytest.raises(ClientError) as refused:
+        client.request("GET", "/connectors")
+    t.join(10)
+    server.close()
+    assert "does the worker listen on https? use an https:// URL" in str(refused.value)

@@ -226,7 +226,7 @@ class TopicBackedLog:
                     # hundred tasks starting at once ask together: one ListOffsets round)
                     ends = self._consumer.end_offsets(self._partitions)
                     for request in new:
-                        request.ends = dict(ends)
+                        request.ends = ends  # replaced, never changed in place
                     self._pending += new
                 self._poll_once()
                 if self._pending:

@@ -67,6 +67,9 @@ log = logging.getLogger(__name__)
 __all__ = ["CONNECT_CODEC", "CONSUMER_CODEC", "BrokerGroupDriver", "GroupCodec"]
 
 _COORDINATOR_MOVED = {e.value for e in COORDINATOR_MOVED}
+_KNOWN = {e.value: e for e in MEMBER_ERRORS}
+_FENCED = {e.value for e in FENCED}
+RETRY_BACKOFF_S = 0.1
 
 
 def _held_back(error: BaseException) -> bool:
@@ -75,9 +78,6 @@ def _held_back(error: BaseException) -> bool:
     from kafka.errors import NodeNotReadyError
 
     return isinstance(error, NodeNotReadyError) and "paused" in str(error)
-_KNOWN = {e.value: e for e in MEMBER_ERRORS}
-_FENCED = {e.value for e in FENCED}
-RETRY_BACKOFF_S = 0.1
 
 
 M = TypeVar("M")  # a member's metadata (what it sends with JoinGroup)

@@ -81,14 +81,15 @@ def test_connect_protocol_changes_one_worker_at_a_time(kafka_broker, tmp_path):
         w1.kctl("connector", "create", str(counter_source(tmp_path, "rolling", 4)))
         wait_until(lambda: cluster.running("rolling", 4), timeout=90, message="running",
                    on_timeout=cluster.logs)
-        for protocol in ("compatible", "sessioned"):
-            for w in (w1, w2):
-                w.stop()
-                with_protocol(w, protocol)
-                w.start()  # waits until it has joined
-                wait_until(lambda: cluster.running("rolling", 4), timeout=90,
-                           message=f"running after {w.name} moved to {protocol}",
-                           on_timeout=cluster.logs)
+        # a rolling change in three restarts, one worker at a time: the group holds members
+        # offering default and compatible, then compatible and sessioned, then sessioned only
+        for w, protocol in ((w1, "compatible"), (w2, "sessioned"), (w1, "sessioned")):
+            w.stop()
+            with_protocol(w, protocol)
+            w.start()  # waits until it has joined
+            wait_until(lambda: cluster.running("rolling", 4), timeout=90,
+                       message=f"running after {w.name} moved to {protocol}",
+                       on_timeout=cluster.logs)
         # every worker offers `sessioned` now; writes through either still work
         w2.kctl("connector", "pause", "rolling")
         wait_until(lambda: cluster.status("rolling")["connector"]["state"] == "PAUSED",

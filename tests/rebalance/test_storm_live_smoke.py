@@ -1,4 +1,4 @@
-"""benchmarks/bench_storm_live.py at a tiny size: three worker processes, both protocols,
+"""benchmarks/bench_storm_live.py at a tiny size: two worker processes, both protocols,
 figures from the workers' records next to the simulator's."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_live_storm_reports_both_protocols_next_to_the_simulator(kafka_broker):
     r = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "bench_storm_live.py"), "--connectors", "2",
-         "--tasks", "2", "--bootstrap", kafka_broker.bootstrap, "--json",
+         "--tasks", "2", "--workers", "2", "--bootstrap", kafka_broker.bootstrap, "--json",
          "--session-timeout-ms", "4000"],  # the fixtures' value: shorter rounds
         capture_output=True, text=True, timeout=900,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(

@@ -263,7 +263,9 @@ class KafkaOffsetBackingStore(OffsetBackingStore):
                 self._log.send(k, v, _sent(futures))
             self._log.flush(self.timeout)
             _wait_all(futures, f"offsets to {self.topic.name}", self.timeout)
-            self._log.read_to_end(self.timeout)
+            # Done once acknowledged, as Kafka's KafkaOffsetBackingStore: `get` and `snapshot`
+            # read to the end themselves. Reading to the end here too made every commit of
+            # every task a read-to-end request on a log all of them write all the time.
         except Exception as e:
             result.set_exception(ConnectError(f"could not store offsets: {e}"))
             return result

@@ -142,7 +142,11 @@ def live_run(bootstrap: str, root: Path, protocol: str, *, connectors: int, task
              session_ms: int, history: Path | None = None) -> dict[str, Any]:
     names = [f"ct{i:03d}" for i in range(1, connectors + 1)]
     settings = {"connect.protocol": protocol, "scheduled.rebalance.max.delay.ms": 0,
-                "session.timeout.ms": session_ms, "rebalance.timeout.ms": max(6000, session_ms)}
+                "session.timeout.ms": session_ms, "rebalance.timeout.ms": max(6000, session_ms),
+                # the worker's defaults, not the test fixtures' (offsets every 200 ms, 2 s to
+                # stop): at 90 x 10 the fixtures' would have 900 tasks commit offsets 4,500
+                # times a second, and a storm measures rebalances, not offset commits
+                "offset.flush.interval.ms": 10_000, "task.shutdown.graceful.timeout.ms": 5_000}
     with cluster_of(root, bootstrap, workers, **settings) as cluster:
         w1 = cluster.workers[0]
         starts0 = sum(w.task_starts() for w in cluster.workers)

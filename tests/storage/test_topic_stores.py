@@ -174,6 +174,34 @@ def test_source_offsets_are_kafka_connects_bytes(transports, settings):
     restored.stop()
 
 
+def test_an_offset_commit_is_done_once_acknowledged_even_while_its_reader_is_behind(
+        transports, settings):
+    """As Kafka's KafkaOffsetBackingStore: `set` completes when the broker acknowledged the
+    records; reading them back is for `get` and `snapshot`. A worker whose log reader lags
+    (hundreds of tasks committing) still commits, and the others read what it wrote."""
+    import threading
+
+    gate = threading.Event()
+
+    class Lagging(KafkaOffsetBackingStore):
+        def _on_record(self, record) -> None:
+            gate.wait(30)  # the reader is stuck on the first record it sees
+            super()._on_record(record)
+
+    ta, tb = transports
+    w1, w2 = Lagging(ta, settings, timeout=3), KafkaOffsetBackingStore(tb, settings)
+    w1.start()
+    w2.start()
+    key = serialize_key("clicks", {"file": "/data/a.log"})
+    try:
+        w1.set({key: serialize_value({"position": 7})}).result(10)
+        assert w2.get([key]) == {key: b'{"position":7}'}
+    finally:
+        gate.set()
+        w1.stop()
+        w2.stop()
+
+
 def test_a_topic_that_is_not_compacted_is_refused(transports, settings):
     ta, _ = transports
     ta.admin().create_topics([TopicSpec(settings["config.storage.topic"], 1, 1,

@@ -81,7 +81,12 @@ def worker_config(work: Path, mode: str, args: argparse.Namespace,
         conf = {**cluster_settings(bootstrap, f"fresh-{work.name}-{os.getpid()}"), **conf,
                 "spark.driver.memory": "1g", "spark.driver.extraJavaOptions": "",
                 "session.timeout.ms": 10000, "heartbeat.interval.ms": 1000,
-                "rebalance.timeout.ms": 10000, "exactly.once.source.support": "disabled"}
+                "rebalance.timeout.ms": 10000, "exactly.once.source.support": "disabled",
+                # the test broker answers a waiting fetch only when the wait is over, so the
+                # sink reads each batch about half the wait late (Kafka answers at once);
+                # the suite's 200 ms, set there to spare the broker hundreds of idle
+                # consumers, would measure that wait rather than the path
+                "fetch.max.wait.ms": args.fetch_max_wait_ms}
         conf.pop("spark.sql.shuffle.partitions", None)
     return conf
 
@@ -178,6 +183,9 @@ def main() -> None:
                              "embedded log), broker (a one-worker cluster on the test broker, "
                              "started here, or on --bootstrap)")
     parser.add_argument("--bootstrap", help="the broker for --on broker")
+    parser.add_argument("--fetch-max-wait-ms", type=int, default=50,
+                        help="the cluster worker's fetch.max.wait.ms (the test broker answers "
+                             "a waiting fetch only when the wait is over)")
     parser.add_argument("--profile", metavar="PREFIX",
                         help="run each worker under py-spy (raw collapsed stacks in "
                              "PREFIX.WHERE.MODE.txt, for profile_summary.py; pip install py-spy)")

@@ -170,14 +170,26 @@ class TopicBackedLog:
                               "partition %d", record.topic, record.offset, record.partition)
 
     def _read_to_end_here(self, deadline: float) -> None:
+        """Read to the end as of now, as `_settle_pending` completes a request: the ends
+        fetched once, checked once more against the fetched high watermark, never chased
+        (a worker joining a cluster whose tasks commit offsets every 200 ms would otherwise
+        stay a few records behind an end that keeps moving)."""
         assert self._consumer is not None
+        ends = self._consumer.end_offsets(self._partitions)
+        refined = False
         while True:
-            ends = self._consumer.end_offsets(self._partitions)
             if self._positions_reached(ends):
-                return
+                if refined:
+                    return
+                fresh = self._consumer.end_offsets(self._partitions)
+                ends = {tp: max(end, fresh.get(tp, end)) for tp, end in ends.items()}
+                refined = True
+                continue
             if time.monotonic() > deadline:
+                at = {tp.partition: self._consumer.position(tp) for tp in ends}
+                end = {tp.partition: offset for tp, offset in ends.items()}
                 raise TransportError(f"could not read topic {self.topic.name} to its end: "
-                                     f"positions behind {ends}")
+                                     f"partitions read up to {at} of {end}")
             self._poll_once()
 
     def _settle_pending(self) -> None:

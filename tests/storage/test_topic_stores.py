@@ -320,3 +320,46 @@ def test_a_hundred_reads_to_the_end_finish_while_the_log_is_written_all_the_time
     assert failures == []
     assert seen_short == [], "a read returned before records acknowledged earlier"
     assert acked[0] > 0
+
+
+def test_a_log_starts_while_its_topic_is_written_all_the_time(transports):
+    """A worker joining a cluster whose tasks commit offsets all the time reads the offsets
+    topic to its end as of its start, and starts: it does not chase an end that keeps
+    moving while its fetches arrive a little later than the writes."""
+    import threading
+
+    a, b = transports
+    topic = f"moving-{uuid.uuid4().hex[:8]}"
+    a.admin().create_topics([TopicSpec(topic, 3, 1, {"cleanup.policy": "compact"})])
+    writing, acked = threading.Event(), [0]
+
+    def write() -> None:
+        producer = a.producer()
+        i = 0
+        while not writing.is_set():
+            producer.send(ProducerRecord(topic, b"v", f"k{i}".encode(), partition=i % 3))
+            i += 1
+            assert producer.flush(10) == 0
+            acked[0] = i
+            writing.wait(0.01)
+        producer.close()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    consumed = 0
+
+    def count(_record) -> None:
+        nonlocal consumed
+        consumed += 1
+
+    try:
+        while acked[0] < 50:
+            writing.wait(0.05)
+        before = acked[0]
+        log = TopicBackedLog(b, LogTopic(topic, 3), count)
+        log.start(timeout=15)
+        assert consumed >= before, "it started before reading what was written before it"
+        log.stop()
+    finally:
+        writing.set()
+        writer.join(30)

@@ -170,24 +170,21 @@ class TopicBackedLog:
                               "partition %d", record.topic, record.offset, record.partition)
 
     def _read_to_end_here(self, deadline: float) -> None:
-        """Read to the end as of now, as `_settle_pending` completes a request: the ends
-        fetched once, checked once more against the fetched high watermark, never chased
-        (a worker joining a cluster whose tasks commit offsets every 200 ms would otherwise
-        stay a few records behind an end that keeps moving)."""
+        """Read to the end as of now on this thread (the tail thread is not running yet),
+        settled as the tail thread settles a request: the end fetched once and checked once
+        against the fetched high watermark, never chased (a worker joining a cluster whose
+        tasks commit offsets all the time would stay a few records behind a moving end)."""
         assert self._consumer is not None
-        ends = self._consumer.end_offsets(self._partitions)
-        refined = False
+        request = _ReadToEnd(ends=self._consumer.end_offsets(self._partitions))
+        self._pending = [request]
         while True:
-            if self._positions_reached(ends):
-                if refined:
-                    return
-                fresh = self._consumer.end_offsets(self._partitions)
-                ends = {tp: max(end, fresh.get(tp, end)) for tp, end in ends.items()}
-                refined = True
-                continue
+            self._settle_pending()
+            if request.done.is_set():
+                return
             if time.monotonic() > deadline:
-                at = {tp.partition: self._consumer.position(tp) for tp in ends}
-                end = {tp.partition: offset for tp, offset in ends.items()}
+                self._pending = []
+                at = {tp.partition: self._consumer.position(tp) for tp in self._partitions}
+                end = {tp.partition: offset for tp, offset in (request.ends or {}).items()}
                 raise TransportError(f"could not read topic {self.topic.name} to its end: "
                                      f"partitions read up to {at} of {end}")
             self._poll_once()

@@ -10,6 +10,7 @@ message that names the topic and what to do.
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from collections.abc import Iterator
 
@@ -179,8 +180,6 @@ def test_an_offset_commit_is_done_once_acknowledged_even_while_its_reader_is_beh
     """As Kafka's KafkaOffsetBackingStore: `set` completes when the broker acknowledged the
     records; reading them back is for `get` and `snapshot`. A worker whose log reader lags
     (hundreds of tasks committing) still commits, and the others read what it wrote."""
-    import threading
-
     gate = threading.Event()
 
     class Lagging(KafkaOffsetBackingStore):
@@ -265,8 +264,6 @@ def test_a_hundred_reads_to_the_end_finish_while_the_log_is_written_all_the_time
     """A hundred source tasks starting at once each read the offsets topic to its end while
     the tasks already running keep committing offsets to it: every read finishes, and each
     has seen every record acknowledged before it began."""
-    import threading
-
     a, b = transports
     topic = f"busy-{uuid.uuid4().hex[:8]}"
     a.admin().create_topics([TopicSpec(topic, 3, 1, {"cleanup.policy": "compact"})])
@@ -326,8 +323,6 @@ def test_a_log_starts_while_its_topic_is_written_all_the_time(transports):
     """A worker joining a cluster whose tasks commit offsets all the time reads the offsets
     topic to its end as of its start, and starts: it does not chase an end that keeps
     moving while its fetches arrive a little later than the writes."""
-    import threading
-
     a, b = transports
     topic = f"moving-{uuid.uuid4().hex[:8]}"
     a.admin().create_topics([TopicSpec(topic, 3, 1, {"cleanup.policy": "compact"})])
